@@ -1,0 +1,37 @@
+// swift-tools-version:6.0
+// Strata — an embeddable, log-structured storage engine with its own on-disk format.
+// Layers (each target imports only the ones below it):
+//   StrataIO → StrataFormat → StrataPageLog → Strata (public API)
+import PackageDescription
+
+let package = Package(
+    name: "Strata",
+    products: [
+        .library(name: "Strata", targets: ["Strata"]),
+    ],
+    targets: [
+        // liblz4, the only outside dependency of the library.
+        .systemLibrary(
+            name: "CLZ4",
+            pkgConfig: "liblz4",
+            providers: [.apt(["liblz4-dev"]), .brew(["lz4"])]
+        ),
+        // CRC32C (Castagnoli) with SSE4.2 / ARMv8 CRC when the CPU has it, portable fallback otherwise.
+        .target(name: "CStrataChecksum"),
+        // I/O layer: the only layer that makes system calls.
+        .target(name: "StrataIO"),
+        // Format layer: pure byte codecs, checksums, LZ4. No I/O.
+        .target(name: "StrataFormat", dependencies: ["CLZ4", "CStrataChecksum"]),
+        // Page log: segments, page table, transactions, snapshots, checkpoints, recovery, compaction.
+        .target(name: "StrataPageLog", dependencies: ["StrataIO", "StrataFormat"]),
+        // The public face.
+        .target(name: "Strata", dependencies: ["StrataPageLog", "StrataFormat", "StrataIO"]),
+        // Shared test support: seeded random generator, model helpers.
+        .target(name: "StrataTestSupport", path: "Tests/StrataTestSupport"),
+        .testTarget(name: "StrataFormatTests", dependencies: ["StrataFormat", "StrataTestSupport"]),
+        .testTarget(name: "StrataIOTests", dependencies: ["StrataIO", "StrataTestSupport"]),
+        .testTarget(name: "StrataPageLogTests", dependencies: ["StrataPageLog", "StrataFormat", "StrataIO", "StrataTestSupport"]),
+        .testTarget(name: "StrataTests", dependencies: ["Strata", "StrataTestSupport"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,66 @@
+/// Appends little-endian fixed-width integers to a byte array.
+package struct ByteWriter {
+    package private(set) var bytes: [UInt8]
+
+    package init(capacity: Int = 64) {
+        bytes = []
+        bytes.reserveCapacity(capacity)
+    }
+
+    package mutating func append<T: FixedWidthInteger>(_ value: T) {
+        withUnsafeBytes(of: value.littleEndian) { bytes.append(contentsOf: $0) }
+    }
+
+    package mutating func append(bytes other: some Collection<UInt8>) { bytes.append(contentsOf: other) }
+
+    package mutating func appendZeros(_ count: Int) { bytes.append(contentsOf: repeatElement(0, count: count)) }
+
+    /// Overwrites a little-endian integer at an absolute position already written.
+    package mutating func set<T: FixedWidthInteger>(_ value: T, at position: Int) {
+        withUnsafeBytes(of: value.littleEndian) { raw in
+            for (index, byte) in raw.enumerated() { bytes[position + index] = byte }
+        }
+    }
+
+    package var count: Int { bytes.count }
+}
+
+/// Reads little-endian fixed-width integers from a byte buffer, bounds-checked: reading
+/// past the end throws `FormatError`, it never traps.
+package struct ByteReader {
+    private let base: UnsafeRawBufferPointer
+    package private(set) var position: Int
+
+    /// The buffer must stay valid while the reader is used.
+    package init(_ buffer: UnsafeRawBufferPointer, position: Int = 0) {
+        base = buffer
+        self.position = position
+    }
+
+    package var remaining: Int { base.count - position }
+
+    package mutating func read<T: FixedWidthInteger>(_: T.Type = T.self, _ what: @autoclosure () -> String) throws -> T {
+        let size = MemoryLayout<T>.size
+        guard position >= 0, remaining >= size else {
+            throw FormatError("truncated: \(what()) needs \(size) bytes, \(max(0, remaining)) left", at: position)
+        }
+        let value = base.loadUnaligned(fromByteOffset: position, as: T.self)
+        position += size
+        return T(littleEndian: value)
+    }
+
+    package mutating func readBytes(_ count: Int, _ what: @autoclosure () -> String) throws -> [UInt8] {
+        guard count >= 0, remaining >= count else {
+            throw FormatError("truncated: \(what()) needs \(count) bytes, \(max(0, remaining)) left", at: position)
+        }
+        defer { position += count }
+        return [UInt8](UnsafeRawBufferPointer(rebasing: base[position..<(position + count)]))
+    }
+
+    package mutating func skip(_ count: Int, _ what: @autoclosure () -> String) throws {
+        guard count >= 0, remaining >= count else {
+            throw FormatError("truncated: \(what()) needs \(count) bytes, \(max(0, remaining)) left", at: position)
+        }
+        position += count
+    }
+}

@@ -1,0 +1,233 @@
+/// What a frame holds (Docs/FileFormat.md, "Frames"). Numbers are never reused.
+package enum FrameKind: UInt8, Sendable, CustomStringConvertible {
+    /// A page image: the new content of one page, part of the transaction named by the LSN.
+    case page = 1
+    /// A page freed by the transaction named by the LSN.
+    case free = 2
+    /// Commits the transaction named by the LSN: its page and free frames take effect together.
+    case commit = 3
+    /// One chunk of the page table, written by a checkpoint.
+    case tableChunk = 4
+    /// A checkpoint root: the page table's chunk addresses and segment statistics.
+    case checkpoint = 5
+
+    package var description: String {
+        switch self {
+        case .page: "page"
+        case .free: "free"
+        case .commit: "commit"
+        case .tableChunk: "table chunk"
+        case .checkpoint: "checkpoint"
+        }
+    }
+}
+
+/// How a frame's payload is stored.
+package enum PayloadCodec: UInt8, Sendable {
+    case none = 0
+    case lz4 = 1
+}
+
+/// The 48-byte header in front of every frame; for page frames it is the page header.
+/// The checksum covers the header (with the page id and LSN) and the stored payload, so a
+/// frame read from the wrong place, or a stale copy of a page, fails verification.
+package struct FrameHeader: Equatable, Sendable {
+    package static let size = 48
+    /// `"SFRM"` read as a little-endian UInt32.
+    package static let magic: UInt32 = 0x4D52_4653
+    /// Largest raw payload a frame may have (64 MiB); larger lengths are corruption.
+    package static let maximumRawLength = 64 << 20
+    /// Frames start at multiples of this in a segment.
+    package static let alignment = 8
+
+    package var formatVersion: UInt8 = UInt8(currentFormatVersion)
+    package var kind: FrameKind
+    package var codec: PayloadCodec
+    package var pageID: UInt64
+    package var lsn: UInt64
+    package var entityID: UInt32
+    package var schemaVersion: UInt32
+    package var rawLength: UInt32
+    package var storedLength: UInt32
+    package var checksum: UInt32 = 0
+
+    package init(kind: FrameKind, codec: PayloadCodec, pageID: UInt64, lsn: UInt64, entityID: UInt32,
+                 schemaVersion: UInt32, rawLength: UInt32, storedLength: UInt32) {
+        self.kind = kind
+        self.codec = codec
+        self.pageID = pageID
+        self.lsn = lsn
+        self.entityID = entityID
+        self.schemaVersion = schemaVersion
+        self.rawLength = rawLength
+        self.storedLength = storedLength
+    }
+
+    /// Header + stored payload + zero padding to the alignment.
+    package var frameLength: Int { Self.alignedLength(Self.size + Int(storedLength)) }
+
+    package static func alignedLength(_ length: Int) -> Int { (length + alignment - 1) / alignment * alignment }
+
+    /// Writes the header (with `checksum` as set) into 48 bytes at `destination`.
+    package func write(to destination: UnsafeMutableRawBufferPointer) {
+        precondition(destination.count >= Self.size)
+        destination.storeBytes(of: Self.magic.littleEndian, toByteOffset: 0, as: UInt32.self)
+        destination.storeBytes(of: formatVersion, toByteOffset: 4, as: UInt8.self)
+        destination.storeBytes(of: kind.rawValue, toByteOffset: 5, as: UInt8.self)
+        destination.storeBytes(of: codec.rawValue, toByteOffset: 6, as: UInt8.self)
+        destination.storeBytes(of: UInt8(0), toByteOffset: 7, as: UInt8.self)
+        destination.storeBytes(of: pageID.littleEndian, toByteOffset: 8, as: UInt64.self)
+        destination.storeBytes(of: lsn.littleEndian, toByteOffset: 16, as: UInt64.self)
+        destination.storeBytes(of: entityID.littleEndian, toByteOffset: 24, as: UInt32.self)
+        destination.storeBytes(of: schemaVersion.littleEndian, toByteOffset: 28, as: UInt32.self)
+        destination.storeBytes(of: rawLength.littleEndian, toByteOffset: 32, as: UInt32.self)
+        destination.storeBytes(of: storedLength.littleEndian, toByteOffset: 36, as: UInt32.self)
+        destination.storeBytes(of: UInt32(0).littleEndian, toByteOffset: 40, as: UInt32.self)
+        destination.storeBytes(of: checksum.littleEndian, toByteOffset: 44, as: UInt32.self)
+    }
+
+    /// Decodes and validates a header (everything but the checksum, which needs the payload).
+    /// Throws `FormatError` naming the first invalid field.
+    package static func decode(_ raw: UnsafeRawBufferPointer) throws -> FrameHeader {
+        guard raw.count >= size else { throw FormatError("frame header is \(raw.count) bytes, needs \(size)") }
+        let magic = UInt32(littleEndian: raw.loadUnaligned(fromByteOffset: 0, as: UInt32.self))
+        guard magic == Self.magic else { throw FormatError("bad frame magic", at: 0) }
+        let version = raw[4]
+        guard version >= 1, UInt16(version) <= currentFormatVersion else {
+            throw FormatError("frame format version \(version) is not supported", at: 4)
+        }
+        guard let kind = FrameKind(rawValue: raw[5]) else { throw FormatError("unknown frame kind \(raw[5])", at: 5) }
+        guard let codec = PayloadCodec(rawValue: raw[6]) else { throw FormatError("unknown payload codec \(raw[6])", at: 6) }
+        guard raw[7] == 0 else { throw FormatError("frame flags \(raw[7]) are not zero", at: 7) }
+        func u64(_ at: Int) -> UInt64 { UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: at, as: UInt64.self)) }
+        func u32(_ at: Int) -> UInt32 { UInt32(littleEndian: raw.loadUnaligned(fromByteOffset: at, as: UInt32.self)) }
+        var header = FrameHeader(kind: kind, codec: codec, pageID: u64(8), lsn: u64(16), entityID: u32(24),
+                                 schemaVersion: u32(28), rawLength: u32(32), storedLength: u32(36))
+        header.formatVersion = version
+        header.checksum = u32(44)
+        guard u32(40) == 0 else { throw FormatError("reserved frame field is not zero", at: 40) }
+        guard Int(header.rawLength) <= maximumRawLength else {
+            throw FormatError("raw length \(header.rawLength) exceeds the maximum \(maximumRawLength)", at: 32)
+        }
+        switch codec {
+        case .none:
+            guard header.storedLength == header.rawLength else {
+                throw FormatError("stored length \(header.storedLength) differs from raw length \(header.rawLength) without compression", at: 36)
+            }
+        case .lz4:
+            guard header.storedLength > 0, Int(header.storedLength) <= LZ4Codec.bound(Int(header.rawLength)),
+                  UInt64(header.rawLength) <= UInt64(header.storedLength) * 255 + 255 else {
+                throw FormatError("stored length \(header.storedLength) impossible for \(header.rawLength) LZ4-compressed bytes", at: 36)
+            }
+        }
+        guard header.lsn > 0 else { throw FormatError("frame LSN 0", at: 16) }
+        return header
+    }
+
+    /// The checksum of a header and a stored payload (the checksum field itself is excluded).
+    package static func computeChecksum(header: UnsafeRawBufferPointer, payload: UnsafeRawBufferPointer) -> UInt32 {
+        let first = CRC32C.checksum(UnsafeRawBufferPointer(rebasing: header[0..<44]))
+        return CRC32C.checksum(payload, seed: first)
+    }
+}
+
+/// Builds frames into a byte buffer and reads them back.
+package enum FrameCodec {
+    /// Compress when the result saves at least this fraction (1/8) of the raw size.
+    static let minimumSavingsShift = 3
+
+    /// Appends one frame (header, possibly compressed payload, padding) to `buffer`.
+    /// Returns the frame's length in bytes.
+    @discardableResult
+    package static func append(kind: FrameKind, pageID: UInt64, lsn: UInt64, entityID: UInt32 = 0, schemaVersion: UInt32 = 0,
+                               payload: UnsafeRawBufferPointer, compress: Bool, to buffer: inout [UInt8]) -> Int {
+        let start = buffer.count
+        let rawLength = payload.count
+        var codec = PayloadCodec.none
+        var stored = rawLength
+        if compress && rawLength >= 64 {
+            let bound = LZ4Codec.bound(rawLength)
+            buffer.append(contentsOf: repeatElement(0, count: FrameHeader.size + bound))
+            let produced = buffer.withUnsafeMutableBytes { raw in
+                LZ4Codec.compress(payload, into: UnsafeMutableRawBufferPointer(rebasing: raw[(start + FrameHeader.size)...]))
+            }
+            if let produced, produced <= rawLength - (rawLength >> minimumSavingsShift) {
+                codec = .lz4
+                stored = produced
+                buffer.removeLast(bound - produced)
+            } else {
+                buffer.removeLast(FrameHeader.size + bound)
+            }
+        }
+        if codec == .none {
+            buffer.append(contentsOf: repeatElement(0, count: FrameHeader.size))
+            buffer.append(contentsOf: payload)
+        }
+        let frameLength = FrameHeader.alignedLength(FrameHeader.size + stored)
+        buffer.append(contentsOf: repeatElement(0, count: frameLength - FrameHeader.size - stored))
+        var header = FrameHeader(kind: kind, codec: codec, pageID: pageID, lsn: lsn, entityID: entityID,
+                                 schemaVersion: schemaVersion, rawLength: UInt32(rawLength), storedLength: UInt32(stored))
+        buffer.withUnsafeMutableBytes { raw in
+            let headerBytes = UnsafeMutableRawBufferPointer(rebasing: raw[start..<(start + FrameHeader.size)])
+            header.write(to: headerBytes)
+            let payloadBytes = UnsafeRawBufferPointer(rebasing: raw[(start + FrameHeader.size)..<(start + FrameHeader.size + stored)])
+            header.checksum = FrameHeader.computeChecksum(header: UnsafeRawBufferPointer(headerBytes), payload: payloadBytes)
+            header.write(to: headerBytes)
+        }
+        return frameLength
+    }
+
+    /// Appends a copy of an existing frame (header already validated, stored payload as read)
+    /// with a new LSN, keeping its codec and payload bytes. Used by compaction.
+    @discardableResult
+    package static func appendRelocated(_ original: FrameHeader, storedPayload: UnsafeRawBufferPointer, lsn: UInt64,
+                                        to buffer: inout [UInt8]) -> Int {
+        var header = original
+        header.lsn = lsn
+        header.checksum = 0
+        let start = buffer.count
+        buffer.append(contentsOf: repeatElement(0, count: FrameHeader.size))
+        buffer.append(contentsOf: storedPayload)
+        let frameLength = header.frameLength
+        buffer.append(contentsOf: repeatElement(0, count: frameLength - FrameHeader.size - storedPayload.count))
+        buffer.withUnsafeMutableBytes { raw in
+            let headerBytes = UnsafeMutableRawBufferPointer(rebasing: raw[start..<(start + FrameHeader.size)])
+            header.write(to: headerBytes)
+            header.checksum = FrameHeader.computeChecksum(header: UnsafeRawBufferPointer(headerBytes), payload: storedPayload)
+            header.write(to: headerBytes)
+        }
+        return frameLength
+    }
+
+    /// Verifies the checksum of a frame whose header was decoded from `headerBytes` and
+    /// whose stored payload is `stored`; then returns the raw payload (decompressed if needed).
+    package static func verifiedPayload(_ header: FrameHeader, headerBytes: UnsafeRawBufferPointer,
+                                        stored: UnsafeRawBufferPointer) throws -> [UInt8] {
+        guard stored.count == Int(header.storedLength) else {
+            throw FormatError("frame payload is \(stored.count) bytes, header says \(header.storedLength)", at: FrameHeader.size)
+        }
+        guard FrameHeader.computeChecksum(header: headerBytes, payload: stored) == header.checksum else {
+            throw FormatError("frame checksum mismatch", at: 44)
+        }
+        switch header.codec {
+        case .none:
+            return [UInt8](stored)
+        case .lz4:
+            var raw = [UInt8](repeating: 0, count: Int(header.rawLength))
+            try raw.withUnsafeMutableBytes { try LZ4Codec.decompress(stored, into: $0) }
+            return raw
+        }
+    }
+
+    /// Decodes a whole frame held in `bytes` (header at the start), verifying it.
+    package static func decode(_ bytes: UnsafeRawBufferPointer) throws -> (header: FrameHeader, payload: [UInt8]) {
+        let header = try FrameHeader.decode(bytes)
+        let end = FrameHeader.size + Int(header.storedLength)
+        guard bytes.count >= end else {
+            throw FormatError("frame needs \(end) bytes, \(bytes.count) available", at: FrameHeader.size)
+        }
+        let payload = try verifiedPayload(header, headerBytes: UnsafeRawBufferPointer(rebasing: bytes[0..<FrameHeader.size]),
+                                          stored: UnsafeRawBufferPointer(rebasing: bytes[FrameHeader.size..<end]))
+        return (header, payload)
+    }
+}

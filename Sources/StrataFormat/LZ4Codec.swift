@@ -1,0 +1,43 @@
+import CLZ4
+
+/// LZ4 block compression. This is the only file in Strata that imports liblz4.
+/// Docs/FileFormat.md, "Codecs".
+package enum LZ4Codec {
+    /// The largest input LZ4 accepts.
+    package static let maximumInputSize = Int(LZ4_MAX_INPUT_SIZE)
+
+    /// The worst-case compressed size of `count` bytes.
+    package static func bound(_ count: Int) -> Int { Int(LZ4_compressBound(Int32(count))) }
+
+    /// Compresses `source` into `destination`; returns the compressed size, or nil when the
+    /// result would not fit (the caller then stores the bytes raw).
+    package static func compress(_ source: UnsafeRawBufferPointer, into destination: UnsafeMutableRawBufferPointer) -> Int? {
+        guard source.count > 0, source.count <= maximumInputSize, let src = source.baseAddress,
+              let dst = destination.baseAddress else { return nil }
+        let written = LZ4_compress_default(
+            src.assumingMemoryBound(to: CChar.self), dst.assumingMemoryBound(to: CChar.self),
+            Int32(source.count), Int32(min(destination.count, Int(Int32.max))))
+        return written > 0 ? Int(written) : nil
+    }
+
+    /// Decompresses `source`, which must expand to exactly `destination.count` bytes.
+    /// Throws `FormatError` for malformed input; `LZ4_decompress_safe` never reads or writes
+    /// outside the two buffers, whatever the input.
+    package static func decompress(_ source: UnsafeRawBufferPointer, into destination: UnsafeMutableRawBufferPointer) throws {
+        guard destination.count > 0 else {
+            if source.count == 0 { return }
+            throw FormatError("LZ4 data for an empty page")
+        }
+        guard let src = source.baseAddress, let dst = destination.baseAddress, source.count > 0 else {
+            throw FormatError("empty LZ4 data for a \(destination.count)-byte page")
+        }
+        let produced = LZ4_decompress_safe(
+            src.assumingMemoryBound(to: CChar.self), dst.assumingMemoryBound(to: CChar.self),
+            Int32(source.count), Int32(destination.count))
+        guard produced == Int32(destination.count) else {
+            throw FormatError(produced < 0
+                ? "malformed LZ4 data"
+                : "LZ4 data expands to \(produced) bytes, header says \(destination.count)")
+        }
+    }
+}

@@ -1,0 +1,79 @@
+/// The I/O layer's contract. Everything Strata stores goes through these two protocols,
+/// so the layers above can run on a real disk (`POSIXFileSystem`) or on a simulated one
+/// that can lose power (`MemoryFileSystem`).
+///
+/// Durability contract (the same as POSIX on a journaling file system):
+/// - `StorageFile.write` is durable only after a later `StorageFile.sync` on that file returns.
+/// - Creating, renaming and removing a file is durable only after `syncDirectory` on its
+///   parent directory returns.
+/// - A write that was not synced may, after a crash, be absent, present, or torn
+///   (some of its 512-byte sectors present).
+///
+/// All methods may be called from any thread; implementations are thread-safe.
+package protocol FileSystem: Sendable {
+    /// Opens a file for reading and writing, creating it (empty) when `create` is true and
+    /// it does not exist. Throws `IOError` with kind `.notFound` when it does not exist and
+    /// `create` is false.
+    func openFile(_ path: String, create: Bool) throws -> any StorageFile
+    /// Creates a directory (and missing parents). Succeeds when it already exists.
+    func createDirectory(_ path: String) throws
+    /// The names (not paths) of the entries of a directory, in no particular order.
+    func contentsOfDirectory(_ path: String) throws -> [String]
+    /// Whether a file or directory exists at `path`.
+    func fileExists(_ path: String) -> Bool
+    /// Removes a file.
+    func removeFile(_ path: String) throws
+    /// Atomically renames `source` to `destination`, replacing it if present.
+    func rename(_ source: String, to destination: String) throws
+    /// Makes the creations, renames and removals in a directory durable (fsync of the directory).
+    func syncDirectory(_ path: String) throws
+    /// Takes an advisory lock on the file at `path` (created when missing). Throws
+    /// `IOError` with kind `.locked` immediately, without waiting, when another holder has it.
+    /// The lock is released when the returned object is released or `unlock()` is called.
+    func lock(_ path: String, exclusive: Bool) throws -> any FileLock
+}
+
+/// An open file. Offsets are absolute; there is no file position.
+package protocol StorageFile: AnyObject, Sendable {
+    /// The path the file was opened with.
+    var path: String { get }
+    /// Reads up to `buffer.count` bytes at `offset`; returns how many were read, fewer only at end of file.
+    func read(into buffer: UnsafeMutableRawBufferPointer, at offset: UInt64) throws -> Int
+    /// Writes all of `bytes` at `offset`, extending the file when needed.
+    func write(_ bytes: UnsafeRawBufferPointer, at offset: UInt64) throws
+    /// Makes every completed write to this file durable (fdatasync).
+    func sync() throws
+    /// The current size of the file in bytes.
+    func size() throws -> UInt64
+    /// Sets the size of the file.
+    func truncate(to size: UInt64) throws
+    /// Closes the file. Later calls fail.
+    func close()
+}
+
+/// A held advisory lock.
+package protocol FileLock: AnyObject, Sendable {
+    /// Releases the lock; idempotent.
+    func unlock()
+}
+
+extension StorageFile {
+    /// Reads exactly `count` bytes at `offset`, or fewer when the file ends first.
+    package func read(count: Int, at offset: UInt64) throws -> [UInt8] {
+        guard count > 0 else { return [] }
+        var bytes = [UInt8](repeating: 0, count: count)
+        let got = try bytes.withUnsafeMutableBytes { try read(into: $0, at: offset) }
+        if got < count { bytes.removeLast(count - got) }
+        return bytes
+    }
+
+    /// Writes all of `bytes` at `offset`.
+    package func write(_ bytes: [UInt8], at offset: UInt64) throws {
+        try bytes.withUnsafeBytes { try write($0, at: offset) }
+    }
+}
+
+/// Joins a directory and a file name.
+package func joinPath(_ directory: String, _ name: String) -> String {
+    directory.hasSuffix("/") ? directory + name : directory + "/" + name
+}

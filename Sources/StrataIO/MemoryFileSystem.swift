@@ -1,0 +1,491 @@
+import Synchronization
+
+/// An in-memory file system that can lose power. Tests use it to crash Strata at any
+/// instant and to inject I/O errors.
+///
+/// Model (the pessimistic reading of POSIX on a journaling file system):
+/// - Each file keeps its durable bytes and the list of writes and truncations made since
+///   its last `sync()`.
+/// - Directory operations (create, rename, remove) are pending until `syncDirectory`;
+///   at a crash a prefix of them survives (journaled metadata is ordered).
+/// - `simulateCrash` decides, per pending write, whether it is dropped, kept or torn (a
+///   random subset of its 512-byte sectors kept), using the caller's seeded generator.
+///
+/// Faults: `setFaultInjector` installs a closure consulted before every mutating operation
+/// (write, truncate, sync, directory sync, create, rename, remove). It can make the
+/// operation fail with an `IOError` (nothing is applied) or cut the power: the operation
+/// and every later one fail with `.crashed` until `simulateCrash` is called.
+///
+/// Thread-safe: all state is behind one mutex.
+package final class MemoryFileSystem: FileSystem, Sendable {
+    /// What happens to each unsynced write at a simulated crash.
+    package enum CrashMode: Sendable, CaseIterable, CustomStringConvertible {
+        /// Every unsynced write and directory operation is lost.
+        case dropAll
+        /// Every unsynced write and directory operation survives (as if the OS flushed them).
+        case keepAll
+        /// Each unsynced write is independently dropped, kept, or torn; a random prefix of the
+        /// pending directory operations survives.
+        case tear
+
+        package var description: String {
+            switch self {
+            case .dropAll: "drop"
+            case .keepAll: "keep"
+            case .tear: "tear"
+            }
+        }
+    }
+
+    /// A mutating operation about to happen, as shown to a fault injector.
+    package struct Operation: Sendable, CustomStringConvertible {
+        /// The kind of operation.
+        package enum Kind: Sendable, Equatable { case write, truncate, sync, syncDirectory, create, rename, remove }
+        /// The kind of operation.
+        package var kind: Kind
+        /// The path it applies to.
+        package var path: String
+        /// The number of mutating operations before this one since the file system was made (0-based).
+        package var index: Int
+        /// The number of syncs (file or directory) before this one, counted for `sync` and `syncDirectory`.
+        package var syncIndex: Int
+        package var description: String { "\(kind) #\(index) on \(path)" }
+    }
+
+    /// What a fault injector asks for.
+    package enum Fault: Sendable {
+        /// Fail this operation with the given error kind; nothing is applied.
+        case fail(IOError.Kind)
+        /// Power is lost before this operation takes effect.
+        case crash
+    }
+
+    private final class Inode: @unchecked Sendable {
+        // Only touched with the file system's mutex held.
+        var durable: [UInt8] = []
+        var current: [UInt8] = []
+        var pending: [PendingWrite] = []
+    }
+
+    private enum PendingWrite {
+        case write(offset: Int, bytes: [UInt8])
+        case truncate(size: Int)
+    }
+
+    private enum DirectoryOperation {
+        case link(name: String, inode: Inode)
+        case unlink(name: String)
+    }
+
+    private struct State {
+        var durableEntries: [String: Inode] = [:]
+        var entries: [String: Inode] = [:]
+        var directories: Set<String> = ["/"]
+        var pendingDirectoryOperations: [DirectoryOperation] = []
+        var locks: Set<String> = []
+        var operationCount = 0
+        var syncCount = 0
+        var crashed = false
+        var generation = 0
+        var injector: (@Sendable (Operation) -> Fault?)?
+    }
+
+    private let state = Mutex(State())
+
+    package init() {}
+
+    // MARK: Test controls
+
+    /// Installs (or removes, with nil) a closure consulted before every mutating operation.
+    package func setFaultInjector(_ injector: (@Sendable (Operation) -> Fault?)?) {
+        state.withLock { $0.injector = injector }
+    }
+
+    /// The number of mutating operations and of syncs performed so far.
+    package var counters: (operations: Int, syncs: Int) {
+        state.withLock { ($0.operationCount, $0.syncCount) }
+    }
+
+    /// Whether power was cut by a fault injector and `simulateCrash` not yet called.
+    package var isCrashed: Bool { state.withLock { $0.crashed } }
+
+    /// Simulates a power loss and reboot: unsynced state is dropped, kept or torn according to
+    /// `mode` and `random`; open files become unusable (every call on them fails); locks are
+    /// released. The file system can then be used again, as after a reboot.
+    package func simulateCrash<R: RandomNumberGenerator>(mode: CrashMode, using random: inout R) {
+        state.withLock { state in
+            // Directory: a prefix of the pending operations survives.
+            let keptOperations: Int
+            switch mode {
+            case .dropAll: keptOperations = 0
+            case .keepAll: keptOperations = state.pendingDirectoryOperations.count
+            case .tear: keptOperations = Int.random(in: 0...state.pendingDirectoryOperations.count, using: &random)
+            }
+            var entries = state.durableEntries
+            for operation in state.pendingDirectoryOperations.prefix(keptOperations) {
+                switch operation {
+                case .link(let name, let inode): entries[name] = inode
+                case .unlink(let name): entries[name] = nil
+                }
+            }
+            // Contents: every surviving inode gets its durable bytes plus the surviving writes.
+            var seen = Set<ObjectIdentifier>()
+            for inode in entries.values where seen.insert(ObjectIdentifier(inode)).inserted {
+                var bytes = inode.durable
+                for write in inode.pending {
+                    switch write {
+                    case .truncate(let size):
+                        let keep: Bool
+                        switch mode {
+                        case .dropAll: keep = false
+                        case .keepAll: keep = true
+                        case .tear: keep = Bool.random(using: &random)
+                        }
+                        if keep { Self.resize(&bytes, to: size) }
+                    case .write(let offset, let data):
+                        switch mode {
+                        case .dropAll: break
+                        case .keepAll: Self.apply(&bytes, offset: offset, data: data[...])
+                        case .tear:
+                            switch Int.random(in: 0..<3, using: &random) {
+                            case 0: break
+                            case 1: Self.apply(&bytes, offset: offset, data: data[...])
+                            default:
+                                // Torn: each 512-byte sector (aligned to the file) survives or not.
+                                var start = offset
+                                let end = offset + data.count
+                                while start < end {
+                                    let sectorEnd = min(end, (start / 512 + 1) * 512)
+                                    if Bool.random(using: &random) {
+                                        Self.apply(&bytes, offset: start, data: data[(start - offset)..<(sectorEnd - offset)])
+                                    }
+                                    start = sectorEnd
+                                }
+                            }
+                        }
+                    }
+                }
+                inode.durable = bytes
+                inode.current = bytes
+                inode.pending = []
+            }
+            state.durableEntries = entries
+            state.entries = entries
+            state.pendingDirectoryOperations = []
+            state.locks = []
+            state.crashed = false
+            state.generation += 1
+        }
+    }
+
+    /// The current (not necessarily durable) bytes of a file, for tests that corrupt stores.
+    package func contents(of path: String) -> [UInt8]? {
+        state.withLock { $0.entries[path]?.current }
+    }
+
+    /// Replaces the bytes of a file and makes them durable at once, for tests that corrupt stores.
+    package func setContents(of path: String, to bytes: [UInt8]) {
+        state.withLock { state in
+            if let inode = state.entries[path] {
+                inode.current = bytes
+                inode.durable = bytes
+                inode.pending = []
+            }
+        }
+    }
+
+    /// Makes the whole file system durable as it is now (as after a clean shutdown).
+    package func syncEverything() {
+        state.withLock { state in
+            for inode in state.entries.values {
+                inode.durable = inode.current
+                inode.pending = []
+            }
+            state.durableEntries = state.entries
+            state.pendingDirectoryOperations = []
+        }
+    }
+
+    // MARK: FileSystem
+
+    package func openFile(_ path: String, create: Bool) throws -> any StorageFile {
+        try state.withLock { state in
+            try Self.checkAlive(&state, "open", path)
+            if state.entries[path] == nil {
+                guard create else { throw IOError(.notFound, operation: "open", path: path) }
+                try Self.checkParent(state, path, "open")
+                try Self.admit(&state, .create, path)
+                let inode = Inode()
+                state.entries[path] = inode
+                state.pendingDirectoryOperations.append(.link(name: path, inode: inode))
+            }
+            return MemoryFile(fileSystem: self, path: path, generation: state.generation)
+        }
+    }
+
+    package func createDirectory(_ path: String) throws {
+        // Directories themselves are durable at once: a store folder is made before any file in it.
+        state.withLock { state in
+            var partial = ""
+            for component in path.split(separator: "/") {
+                partial += "/" + component
+                state.directories.insert(partial)
+            }
+        }
+    }
+
+    package func contentsOfDirectory(_ path: String) throws -> [String] {
+        try state.withLock { state in
+            let directory = Self.normalize(path)
+            guard state.directories.contains(directory) else {
+                throw IOError(.notFound, operation: "opendir", path: path)
+            }
+            let prefix = directory == "/" ? "/" : directory + "/"
+            var names: [String] = []
+            for name in state.entries.keys where name.hasPrefix(prefix) {
+                let rest = name.dropFirst(prefix.count)
+                if !rest.contains("/") { names.append(String(rest)) }
+            }
+            for name in state.directories where name.hasPrefix(prefix) && name != directory {
+                let rest = name.dropFirst(prefix.count)
+                if !rest.contains("/") { names.append(String(rest)) }
+            }
+            return names
+        }
+    }
+
+    package func fileExists(_ path: String) -> Bool {
+        state.withLock { $0.entries[path] != nil || $0.directories.contains(Self.normalize(path)) }
+    }
+
+    package func removeFile(_ path: String) throws {
+        try state.withLock { state in
+            try Self.checkAlive(&state, "unlink", path)
+            guard state.entries[path] != nil else { throw IOError(.notFound, operation: "unlink", path: path) }
+            try Self.admit(&state, .remove, path)
+            state.entries[path] = nil
+            state.pendingDirectoryOperations.append(.unlink(name: path))
+        }
+    }
+
+    package func rename(_ source: String, to destination: String) throws {
+        try state.withLock { state in
+            try Self.checkAlive(&state, "rename", source)
+            guard let inode = state.entries[source] else { throw IOError(.notFound, operation: "rename", path: source) }
+            try Self.admit(&state, .rename, source)
+            state.entries[source] = nil
+            state.entries[destination] = inode
+            state.pendingDirectoryOperations.append(.link(name: destination, inode: inode))
+            state.pendingDirectoryOperations.append(.unlink(name: source))
+        }
+    }
+
+    package func syncDirectory(_ path: String) throws {
+        try state.withLock { state in
+            try Self.checkAlive(&state, "fsync", path)
+            try Self.admit(&state, .syncDirectory, path)
+            state.syncCount += 1
+            // Directory operations are kept whole for simplicity of the model: all of them
+            // become durable, including those in other directories (a journal commit does that).
+            for operation in state.pendingDirectoryOperations {
+                switch operation {
+                case .link(let name, let inode): state.durableEntries[name] = inode
+                case .unlink(let name): state.durableEntries[name] = nil
+                }
+            }
+            state.pendingDirectoryOperations = []
+        }
+    }
+
+    package func lock(_ path: String, exclusive: Bool) throws -> any FileLock {
+        try state.withLock { state in
+            try Self.checkAlive(&state, "flock", path)
+            guard !state.locks.contains(path) else { throw IOError(.locked, operation: "flock", path: path) }
+            state.locks.insert(path)
+            return MemoryLock(fileSystem: self, path: path, generation: state.generation)
+        }
+    }
+
+    // MARK: File operations (called by MemoryFile)
+
+    fileprivate func read(_ path: String, generation: Int, into buffer: UnsafeMutableRawBufferPointer, at offset: UInt64) throws -> Int {
+        try state.withLock { state in
+            let inode = try Self.inode(&state, path, generation, "pread")
+            let start = Int(clamping: offset)
+            guard start < inode.current.count else { return 0 }
+            let count = min(buffer.count, inode.current.count - start)
+            inode.current.withUnsafeBytes { source in
+                buffer.baseAddress!.copyMemory(from: source.baseAddress! + start, byteCount: count)
+            }
+            return count
+        }
+    }
+
+    fileprivate func write(_ path: String, generation: Int, _ bytes: UnsafeRawBufferPointer, at offset: UInt64) throws {
+        try state.withLock { state in
+            let inode = try Self.inode(&state, path, generation, "pwrite")
+            try Self.admit(&state, .write, path, offset: offset)
+            let data = [UInt8](bytes)
+            Self.apply(&inode.current, offset: Int(offset), data: data[...])
+            inode.pending.append(.write(offset: Int(offset), bytes: data))
+        }
+    }
+
+    fileprivate func truncate(_ path: String, generation: Int, to size: UInt64) throws {
+        try state.withLock { state in
+            let inode = try Self.inode(&state, path, generation, "ftruncate")
+            try Self.admit(&state, .truncate, path)
+            Self.resize(&inode.current, to: Int(size))
+            inode.pending.append(.truncate(size: Int(size)))
+        }
+    }
+
+    fileprivate func sync(_ path: String, generation: Int) throws {
+        try state.withLock { state in
+            let inode = try Self.inode(&state, path, generation, "fdatasync")
+            try Self.admit(&state, .sync, path)
+            state.syncCount += 1
+            inode.durable = inode.current
+            inode.pending = []
+        }
+    }
+
+    fileprivate func size(_ path: String, generation: Int) throws -> UInt64 {
+        try state.withLock { state in
+            UInt64(try Self.inode(&state, path, generation, "fstat").current.count)
+        }
+    }
+
+    fileprivate func unlock(_ path: String, generation: Int) {
+        state.withLock { state in
+            if state.generation == generation { state.locks.remove(path) }
+        }
+    }
+
+    // MARK: Helpers
+
+    private static func checkAlive(_ state: inout State, _ operation: String, _ path: String) throws {
+        if state.crashed { throw IOError(.crashed, operation: operation, path: path) }
+    }
+
+    private static func checkParent(_ state: State, _ path: String, _ operation: String) throws {
+        let parent = normalize(String(path[..<(path.lastIndex(of: "/") ?? path.startIndex)]))
+        guard state.directories.contains(parent) else { throw IOError(.notFound, operation: operation, path: path) }
+    }
+
+    private static func inode(_ state: inout State, _ path: String, _ generation: Int, _ operation: String) throws -> Inode {
+        try checkAlive(&state, operation, path)
+        guard generation == state.generation else {
+            throw IOError(.ioError, operation: operation, path: path)  // opened before a crash
+        }
+        // An unlinked file stays readable through handles opened before (POSIX semantics) only
+        // when nothing replaced its name; the page log never reads a file after removing it.
+        guard let inode = state.entries[path] else { throw IOError(.notFound, operation: operation, path: path) }
+        return inode
+    }
+
+    /// Counts an operation and consults the fault injector.
+    private static func admit(_ state: inout State, _ kind: Operation.Kind, _ path: String, offset: UInt64? = nil) throws {
+        let operation = Operation(kind: kind, path: path, index: state.operationCount, syncIndex: state.syncCount)
+        state.operationCount += 1
+        guard let injector = state.injector, let fault = injector(operation) else { return }
+        let name: String
+        switch kind {
+        case .write: name = "pwrite"
+        case .truncate: name = "ftruncate"
+        case .sync: name = "fdatasync"
+        case .syncDirectory: name = "fsync"
+        case .create: name = "open"
+        case .rename: name = "rename"
+        case .remove: name = "unlink"
+        }
+        switch fault {
+        case .fail(let errorKind):
+            throw IOError(errorKind, operation: name, path: path, offset: offset)
+        case .crash:
+            state.crashed = true
+            throw IOError(.crashed, operation: name, path: path, offset: offset)
+        }
+    }
+
+    private static func apply(_ bytes: inout [UInt8], offset: Int, data: ArraySlice<UInt8>) {
+        let end = offset + data.count
+        if bytes.count < end { bytes.append(contentsOf: repeatElement(0, count: end - bytes.count)) }
+        bytes.replaceSubrange(offset..<end, with: data)
+    }
+
+    private static func resize(_ bytes: inout [UInt8], to size: Int) {
+        if bytes.count > size { bytes.removeLast(bytes.count - size) } else if bytes.count < size {
+            bytes.append(contentsOf: repeatElement(0, count: size - bytes.count))
+        }
+    }
+
+    private static func normalize(_ path: String) -> String {
+        var path = path
+        while path.count > 1 && path.hasSuffix("/") { path.removeLast() }
+        return path.isEmpty ? "/" : path
+    }
+}
+
+private final class MemoryFile: StorageFile, Sendable {
+    let fileSystem: MemoryFileSystem
+    let path: String
+    let generation: Int
+    private let closed = Atomic<Bool>(false)
+
+    init(fileSystem: MemoryFileSystem, path: String, generation: Int) {
+        self.fileSystem = fileSystem
+        self.path = path
+        self.generation = generation
+    }
+
+    private func checkOpen(_ operation: String) throws {
+        if closed.load(ordering: .relaxed) { throw IOError(.other(9), operation: operation, path: path) }  // EBADF
+    }
+
+    func read(into buffer: UnsafeMutableRawBufferPointer, at offset: UInt64) throws -> Int {
+        try checkOpen("pread")
+        return try fileSystem.read(path, generation: generation, into: buffer, at: offset)
+    }
+
+    func write(_ bytes: UnsafeRawBufferPointer, at offset: UInt64) throws {
+        try checkOpen("pwrite")
+        try fileSystem.write(path, generation: generation, bytes, at: offset)
+    }
+
+    func sync() throws {
+        try checkOpen("fdatasync")
+        try fileSystem.sync(path, generation: generation)
+    }
+
+    func size() throws -> UInt64 {
+        try checkOpen("fstat")
+        return try fileSystem.size(path, generation: generation)
+    }
+
+    func truncate(to size: UInt64) throws {
+        try checkOpen("ftruncate")
+        try fileSystem.truncate(path, generation: generation, to: size)
+    }
+
+    func close() { closed.store(true, ordering: .relaxed) }
+}
+
+private final class MemoryLock: FileLock, Sendable {
+    let fileSystem: MemoryFileSystem
+    let path: String
+    let generation: Int
+    private let released = Atomic<Bool>(false)
+
+    init(fileSystem: MemoryFileSystem, path: String, generation: Int) {
+        self.fileSystem = fileSystem
+        self.path = path
+        self.generation = generation
+    }
+
+    deinit { unlock() }
+
+    func unlock() {
+        if !released.exchange(true, ordering: .relaxed) { fileSystem.unlock(path, generation: generation) }
+    }
+}
