@@ -7,9 +7,13 @@ package struct FormatError: Error, Sendable, Equatable, CustomStringConvertible 
     /// Byte offset inside the decoded buffer where the problem was found.
     package var offset: Int
 
-    package init(_ reason: String, at offset: Int = 0) {
+    /// Set when the bytes are valid but written in a newer format version than this library reads.
+    package var unsupportedVersion: UInt16?
+
+    package init(_ reason: String, at offset: Int = 0, unsupportedVersion: UInt16? = nil) {
         self.reason = reason
         self.offset = offset
+        self.unsupportedVersion = unsupportedVersion
     }
 
     package var description: String { "\(reason) (at byte \(offset))" }

@@ -47,7 +47,8 @@ package struct SegmentHeader: Equatable, Sendable {
             var reader = ByteReader(raw, position: 8)
             let version = try reader.read(UInt16.self, "format version")
             guard version >= 1, version <= currentFormatVersion else {
-                throw FormatError("segment format version \(version) is not supported (this library reads 1...\(currentFormatVersion))", at: 8)
+                throw FormatError("segment format version \(version) is not supported (this library reads 1...\(currentFormatVersion))", at: 8,
+                                  unsupportedVersion: version)
             }
             let length = try reader.read(UInt16.self, "header length")
             guard Int(length) == size else { throw FormatError("segment header length \(length), expected \(size)", at: 10) }

@@ -63,7 +63,8 @@ package struct Superblock: Equatable, Sendable {
             var reader = ByteReader(raw, position: 8)
             let version = try reader.read(UInt16.self, "format version")
             guard version >= 1, version <= currentFormatVersion else {
-                throw FormatError("superblock format version \(version) is not supported (this library reads 1...\(currentFormatVersion))", at: 8)
+                throw FormatError("superblock format version \(version) is not supported (this library reads 1...\(currentFormatVersion))", at: 8,
+                                  unsupportedVersion: version)
             }
             let size = try reader.read(UInt16.self, "slot size")
             guard Int(size) == encodedSize else { throw FormatError("superblock slot size \(size), expected \(encodedSize)", at: 10) }

@@ -60,18 +60,6 @@ package final class MemoryFileSystem: FileSystem, Sendable {
         case crash
     }
 
-    private final class Inode: @unchecked Sendable {
-        // Only touched with the file system's mutex held.
-        var durable: [UInt8] = []
-        var current: [UInt8] = []
-        var pending: [PendingWrite] = []
-    }
-
-    private enum PendingWrite {
-        case write(offset: Int, bytes: [UInt8])
-        case truncate(size: Int)
-    }
-
     private enum DirectoryOperation {
         case link(name: String, inode: Inode)
         case unlink(name: String)
@@ -219,7 +207,8 @@ package final class MemoryFileSystem: FileSystem, Sendable {
                 state.entries[path] = inode
                 state.pendingDirectoryOperations.append(.link(name: path, inode: inode))
             }
-            return MemoryFile(fileSystem: self, path: path, generation: state.generation)
+            guard let inode = state.entries[path] else { throw IOError(.notFound, operation: "open", path: path) }
+            return MemoryFile(fileSystem: self, path: path, inode: inode, generation: state.generation)
         }
     }
 
@@ -308,9 +297,9 @@ package final class MemoryFileSystem: FileSystem, Sendable {
 
     // MARK: File operations (called by MemoryFile)
 
-    fileprivate func read(_ path: String, generation: Int, into buffer: UnsafeMutableRawBufferPointer, at offset: UInt64) throws -> Int {
+    fileprivate func read(_ path: String, _ file: Inode, generation: Int, into buffer: UnsafeMutableRawBufferPointer, at offset: UInt64) throws -> Int {
         try state.withLock { state in
-            let inode = try Self.inode(&state, path, generation, "pread")
+            let inode = try Self.inode(&state, file, path, generation, "pread")
             let start = Int(clamping: offset)
             guard start < inode.current.count else { return 0 }
             let count = min(buffer.count, inode.current.count - start)
@@ -321,9 +310,9 @@ package final class MemoryFileSystem: FileSystem, Sendable {
         }
     }
 
-    fileprivate func write(_ path: String, generation: Int, _ bytes: UnsafeRawBufferPointer, at offset: UInt64) throws {
+    fileprivate func write(_ path: String, _ file: Inode, generation: Int, _ bytes: UnsafeRawBufferPointer, at offset: UInt64) throws {
         try state.withLock { state in
-            let inode = try Self.inode(&state, path, generation, "pwrite")
+            let inode = try Self.inode(&state, file, path, generation, "pwrite")
             try Self.admit(&state, .write, path, offset: offset)
             let data = [UInt8](bytes)
             Self.apply(&inode.current, offset: Int(offset), data: data[...])
@@ -331,18 +320,18 @@ package final class MemoryFileSystem: FileSystem, Sendable {
         }
     }
 
-    fileprivate func truncate(_ path: String, generation: Int, to size: UInt64) throws {
+    fileprivate func truncate(_ path: String, _ file: Inode, generation: Int, to size: UInt64) throws {
         try state.withLock { state in
-            let inode = try Self.inode(&state, path, generation, "ftruncate")
+            let inode = try Self.inode(&state, file, path, generation, "ftruncate")
             try Self.admit(&state, .truncate, path)
             Self.resize(&inode.current, to: Int(size))
             inode.pending.append(.truncate(size: Int(size)))
         }
     }
 
-    fileprivate func sync(_ path: String, generation: Int) throws {
+    fileprivate func sync(_ path: String, _ file: Inode, generation: Int) throws {
         try state.withLock { state in
-            let inode = try Self.inode(&state, path, generation, "fdatasync")
+            let inode = try Self.inode(&state, file, path, generation, "fdatasync")
             try Self.admit(&state, .sync, path)
             state.syncCount += 1
             inode.durable = inode.current
@@ -350,9 +339,9 @@ package final class MemoryFileSystem: FileSystem, Sendable {
         }
     }
 
-    fileprivate func size(_ path: String, generation: Int) throws -> UInt64 {
+    fileprivate func size(_ path: String, _ file: Inode, generation: Int) throws -> UInt64 {
         try state.withLock { state in
-            UInt64(try Self.inode(&state, path, generation, "fstat").current.count)
+            UInt64(try Self.inode(&state, file, path, generation, "fstat").current.count)
         }
     }
 
@@ -373,14 +362,11 @@ package final class MemoryFileSystem: FileSystem, Sendable {
         guard state.directories.contains(parent) else { throw IOError(.notFound, operation: operation, path: path) }
     }
 
-    private static func inode(_ state: inout State, _ path: String, _ generation: Int, _ operation: String) throws -> Inode {
+    private static func inode(_ state: inout State, _ inode: Inode, _ path: String, _ generation: Int, _ operation: String) throws -> Inode {
         try checkAlive(&state, operation, path)
         guard generation == state.generation else {
             throw IOError(.ioError, operation: operation, path: path)  // opened before a crash
         }
-        // An unlinked file stays readable through handles opened before (POSIX semantics) only
-        // when nothing replaced its name; the page log never reads a file after removing it.
-        guard let inode = state.entries[path] else { throw IOError(.notFound, operation: operation, path: path) }
         return inode
     }
 
@@ -427,15 +413,31 @@ package final class MemoryFileSystem: FileSystem, Sendable {
     }
 }
 
-private final class MemoryFile: StorageFile, Sendable {
+/// A file's contents; handles refer to it directly, so a renamed or unlinked file stays
+/// usable through handles opened before (POSIX semantics).
+private final class Inode: @unchecked Sendable {
+    // Only touched with the file system's mutex held.
+    var durable: [UInt8] = []
+    var current: [UInt8] = []
+    var pending: [PendingWrite] = []
+}
+
+private enum PendingWrite {
+    case write(offset: Int, bytes: [UInt8])
+    case truncate(size: Int)
+}
+
+private final class MemoryFile: StorageFile, @unchecked Sendable {
     let fileSystem: MemoryFileSystem
     let path: String
+    let inode: Inode  // touched only through the file system, under its mutex
     let generation: Int
     private let closed = Atomic<Bool>(false)
 
-    init(fileSystem: MemoryFileSystem, path: String, generation: Int) {
+    init(fileSystem: MemoryFileSystem, path: String, inode: Inode, generation: Int) {
         self.fileSystem = fileSystem
         self.path = path
+        self.inode = inode
         self.generation = generation
     }
 
@@ -445,27 +447,27 @@ private final class MemoryFile: StorageFile, Sendable {
 
     func read(into buffer: UnsafeMutableRawBufferPointer, at offset: UInt64) throws -> Int {
         try checkOpen("pread")
-        return try fileSystem.read(path, generation: generation, into: buffer, at: offset)
+        return try fileSystem.read(path, inode, generation: generation, into: buffer, at: offset)
     }
 
     func write(_ bytes: UnsafeRawBufferPointer, at offset: UInt64) throws {
         try checkOpen("pwrite")
-        try fileSystem.write(path, generation: generation, bytes, at: offset)
+        try fileSystem.write(path, inode, generation: generation, bytes, at: offset)
     }
 
     func sync() throws {
         try checkOpen("fdatasync")
-        try fileSystem.sync(path, generation: generation)
+        try fileSystem.sync(path, inode, generation: generation)
     }
 
     func size() throws -> UInt64 {
         try checkOpen("fstat")
-        return try fileSystem.size(path, generation: generation)
+        return try fileSystem.size(path, inode, generation: generation)
     }
 
     func truncate(to size: UInt64) throws {
         try checkOpen("ftruncate")
-        try fileSystem.truncate(path, generation: generation, to: size)
+        try fileSystem.truncate(path, inode, generation: generation, to: size)
     }
 
     func close() { closed.store(true, ordering: .relaxed) }

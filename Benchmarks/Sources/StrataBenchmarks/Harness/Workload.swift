@@ -1,0 +1,43 @@
+/// A named measurement. Each one lives in its own file under `Workloads/` and is listed in
+/// `WorkloadRegistry`; the driver runs each in a fresh process of its own.
+struct Workload: Sendable {
+    /// The name used by `--only` and shown in the table, e.g. "page-append".
+    let name: String
+    /// One line saying what is measured against what.
+    let summary: String
+    /// Runs the measurement in the current process and returns its result. Throws when the
+    /// workload cannot run or when what it reads back differs from what it wrote.
+    let run: @Sendable (WorkloadContext) throws -> WorkloadResult
+}
+
+/// How big the workloads are: `quick` (the default) for a run of a few minutes, `full` for
+/// the larger, slower sizes.
+enum WorkloadScale: String, Sendable {
+    case quick
+    case full
+
+    /// The value for this scale.
+    func pick<T>(quick: T, full: T) -> T {
+        self == .quick ? quick : full
+    }
+}
+
+/// What a workload gets to run with.
+struct WorkloadContext: Sendable {
+    /// The name of the running workload.
+    let workloadName: String
+    /// The sizes to use.
+    let scale: WorkloadScale
+    /// An empty folder that belongs to this workload; the driver removes it afterwards.
+    let folder: String
+
+    /// The path of `name` inside the workload's folder.
+    func path(_ name: String) -> String {
+        folder.hasSuffix("/") ? folder + name : folder + "/" + name
+    }
+
+    /// Prints a progress line on standard error (standard output carries the result).
+    func progress(_ message: String) {
+        StandardError.write("  [\(workloadName)] \(message)\n")
+    }
+}

@@ -1,0 +1,84 @@
+import StrataFormat
+import StrataIO
+
+/// Bytes written to a segment and bytes of it the current state still uses.
+struct SegmentUsage: Equatable {
+    var totalBytes: UInt64
+    var liveBytes: UInt64
+}
+
+/// A segment emptied by compaction, waiting until nothing can need it.
+struct RetiredSegment {
+    var segment: UInt64
+    /// Deletable once both superblock slots have an epoch ≥ this.
+    var epoch: UInt64
+    /// Deletable once no snapshot older than this LSN is open.
+    var lsn: UInt64
+}
+
+/// The writer's state: the active segment and its write buffer, the head page table, and
+/// the bookkeeping checkpoints and compaction need.
+///
+/// Thread-safety: touched only while `PageLog.writerLock` is held (one writer at a time).
+final class LogWriter: @unchecked Sendable {
+    var activeSegment: UInt64
+    var activeFile: any StorageFile
+    /// Bytes of the active segment already handed to the file system.
+    var flushedOffset: UInt64
+    /// Bytes appended after `flushedOffset`, not yet written.
+    var buffer: [UInt8] = []
+
+    /// The committed page table (what the next transaction starts from).
+    var table: PageTable
+    var lastLSN: UInt64
+    var nextLSN: UInt64
+    var nextPageID: UInt64
+    /// Freed page ids available for reuse, in no particular order.
+    var freePageIDs: [UInt64]
+    var usage: [UInt64: SegmentUsage]
+    /// Where each page table chunk was last checkpointed.
+    var chunkLocations: [PageLocation]
+    var dirtyChunks: Set<Int>
+    var bytesSinceCheckpoint: UInt64 = 0
+    var superblock: Superblock
+    var superblockFile: any StorageFile
+    var rootAddress: FrameAddress
+    var retired: [RetiredSegment] = []
+
+    init(activeSegment: UInt64, activeFile: any StorageFile, flushedOffset: UInt64, table: PageTable, lastLSN: UInt64,
+         nextLSN: UInt64, nextPageID: UInt64, freePageIDs: [UInt64], usage: [UInt64: SegmentUsage],
+         chunkLocations: [PageLocation], dirtyChunks: Set<Int>, superblock: Superblock, superblockFile: any StorageFile,
+         rootAddress: FrameAddress) {
+        self.activeSegment = activeSegment
+        self.activeFile = activeFile
+        self.flushedOffset = flushedOffset
+        self.table = table
+        self.lastLSN = lastLSN
+        self.nextLSN = nextLSN
+        self.nextPageID = nextPageID
+        self.freePageIDs = freePageIDs
+        self.usage = usage
+        self.chunkLocations = chunkLocations
+        self.dirtyChunks = dirtyChunks
+        self.superblock = superblock
+        self.superblockFile = superblockFile
+        self.rootAddress = rootAddress
+    }
+
+    /// The logical end of the active segment (flushed bytes plus buffered bytes).
+    var writeOffset: UInt64 { flushedOffset + UInt64(buffer.count) }
+
+    var endPosition: LogPosition { LogPosition(segment: activeSegment, offset: writeOffset) }
+
+    /// Marks the frame at `location` live and the one it replaces dead.
+    func replaceLive(old: PageLocation, new: PageLocation) {
+        if !old.isNone, var entry = usage[UInt64(old.segment)] {
+            entry.liveBytes -= min(entry.liveBytes, UInt64(old.length))
+            usage[UInt64(old.segment)] = entry
+        }
+        if !new.isNone { usage[UInt64(new.segment), default: SegmentUsage(totalBytes: 0, liveBytes: 0)].liveBytes += UInt64(new.length) }
+    }
+
+    var totalLogBytes: UInt64 { usage.values.reduce(0) { $0 + $1.totalBytes } }
+    var totalLiveBytes: UInt64 { usage.values.reduce(0) { $0 + $1.liveBytes } }
+}

@@ -1,0 +1,114 @@
+import Dispatch
+import StrataFormat
+import StrataIO
+
+/// What a compaction did.
+package struct CompactionReport: Sendable, Equatable {
+    /// Segments whose live pages were moved out; they are deleted once nothing needs them.
+    package var retiredSegments: [UInt64] = []
+    /// Segment files deleted by this call (retired by this or an earlier compaction).
+    package var deletedSegments: [UInt64] = []
+    package var relocatedPages = 0
+    package var relocatedBytes: UInt64 = 0
+}
+
+extension PageLog {
+    /// Compacts now: moves the live pages out of the emptiest sealed segments until the
+    /// log is at most `targetAmplification` times the live bytes (default: three quarters of
+    /// `maximumSpaceAmplification`, at least 1), then checkpoints twice so both superblock
+    /// slots stop referring to the emptied segments, which are then deleted — unless an
+    /// open snapshot still needs them, in which case a later checkpoint deletes them.
+    @discardableResult
+    package func compact(targetAmplification: Double? = nil) throws -> CompactionReport {
+        try writerLock.withLock { _ in
+            try checkWritable()
+            return try compactLocked(targetAmplification: targetAmplification)
+        }
+    }
+
+    func compactLocked(targetAmplification: Double?) throws -> CompactionReport {
+        let target = max(1.0, targetAmplification ?? options.maximumSpaceAmplification * 0.75)
+        var report = CompactionReport()
+        let retiredBefore = Set(writer.retired.map(\.segment))
+        while true {
+            let total = writer.totalLogBytes
+            let live = writer.totalLiveBytes
+            if Double(total) <= target * Double(max(live, 1)) { break }
+            let retired = Set(writer.retired.map(\.segment))
+            let candidates = writer.usage.filter { id, usage in
+                id != writer.activeSegment && !retired.contains(id) && usage.liveBytes + UInt64(SegmentHeader.size) < usage.totalBytes
+            }
+            guard let victim = candidates.min(by: { a, b in
+                Double(a.value.liveBytes) / Double(max(a.value.totalBytes, 1)) < Double(b.value.liveBytes) / Double(max(b.value.totalBytes, 1))
+            })?.key else { break }
+            let (pages, bytes) = try relocate(segment: victim)
+            report.retiredSegments.append(victim)
+            report.relocatedPages += pages
+            report.relocatedBytes += bytes
+        }
+        if !report.retiredSegments.isEmpty || !retiredBefore.isEmpty {
+            let before = Set(writer.usage.keys)
+            try checkpointLocked()
+            try checkpointLocked()
+            report.deletedSegments = before.subtracting(writer.usage.keys).sorted()
+        }
+        return report
+    }
+
+    /// Moves every live page of `segment` to the end of the log in one transaction, marks the
+    /// page table chunks stored there for rewriting, and retires the segment.
+    private func relocate(segment: UInt64) throws -> (pages: Int, bytes: UInt64) {
+        guard let file = shared.withLock({ $0.segments[segment] }) else {
+            throw PageLogError.corruption(file: path(StoreFileNames.segment(segment)), offset: 0, reason: "segment \(segment) is missing")
+        }
+        var live: [(UInt64, PageLocation)] = []
+        writer.table.forEach { id, location in
+            if UInt64(location.segment) == segment { live.append((id, location)) }
+        }
+        live.sort { $0.1.offset < $1.1.offset }
+        let transaction = WriteTransaction(log: self, writer: writer, lsn: writer.nextLSN)
+        writer.nextLSN += 1
+        var bytes: UInt64 = 0
+        do {
+            for (pageID, location) in live {
+                let (header, stored) = try PageLog.readFrame(in: file, at: UInt64(location.offset), length: location.length, decompress: false)
+                guard header.kind == .page, header.pageID == pageID, header.lsn == location.lsn else {
+                    throw PageLogError.corruption(file: file.path, offset: UInt64(location.offset),
+                                                  reason: "expected page \(pageID) at LSN \(location.lsn), found a \(header.kind) frame for page \(header.pageID) at LSN \(header.lsn)")
+                }
+                try transaction.relocate(pageID, header: header, stored: stored)
+                bytes += UInt64(location.length)
+            }
+        } catch {
+            transaction.abandon()
+            throw error
+        }
+        for (index, chunk) in writer.chunkLocations.enumerated() where UInt64(chunk.segment) == segment {
+            writer.dirtyChunks.insert(index)
+        }
+        _ = try transaction.commit()
+        writer.retired.append(RetiredSegment(segment: segment, epoch: writer.superblock.epoch + 1, lsn: writer.lastLSN))
+        return (live.count, bytes)
+    }
+
+    /// Starts a background compaction when space amplification passed the limit.
+    func scheduleCompactionIfNeeded() {
+        guard options.automaticCompaction else { return }
+        let wanted = writerLock.withLock { _ in
+            let total = writer.totalLogBytes
+            return total >= UInt64(options.compactionMinimumBytes)
+                && Double(total) > options.maximumSpaceAmplification * Double(max(writer.totalLiveBytes, 1))
+        }
+        guard wanted, !backgroundCompactionScheduled.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        DispatchQueue.global(qos: .utility).async { [self] in
+            defer { backgroundCompactionScheduled.store(false, ordering: .releasing) }
+            do {
+                try compact()
+            } catch PageLogError.closed {
+                // Closed meanwhile: nothing to do.
+            } catch {
+                backgroundError.withLock { $0 = "\(error)" }
+            }
+        }
+    }
+}

@@ -1,0 +1,107 @@
+import StrataFormat
+import StrataIO
+
+extension PageLog {
+    /// Opens the store in `directory`, creating it when the folder holds no store, and
+    /// recovers: newest valid superblock → checkpoint root → page table chunks → replay of
+    /// the log after the checkpoint up to the first invalid frame (Docs/Architecture.md,
+    /// "Recovery").
+    ///
+    /// - Throws: `PageLogError.locked` when another writer has the store open;
+    ///   `.corruption` naming file, offset and reason when committed data is damaged;
+    ///   `.unsupportedFormatVersion` for a store written by a newer format; `.io`.
+    package static func open(directory: String, fileSystem: any FileSystem = POSIXFileSystem(),
+                             options: PageLogOptions = PageLogOptions()) throws -> PageLog {
+        func io<T>(_ body: () throws -> T) throws -> T {
+            do { return try body() } catch let error as IOError { throw PageLogError.io(error) }
+        }
+        try io { try fileSystem.createDirectory(directory) }
+        let lock: any FileLock
+        do {
+            lock = try fileSystem.lock(joinPath(directory, StoreFileNames.lock), exclusive: true)
+        } catch let error as IOError where error.kind == .locked {
+            throw PageLogError.locked(path: directory)
+        } catch let error as IOError {
+            throw PageLogError.io(error)
+        }
+        var names = try io { try fileSystem.contentsOfDirectory(directory) }
+        // Temporary files are leftovers of an interrupted segment or store creation; they never
+        // hold committed data (a file is renamed into place only once complete and synced).
+        let leftovers = names.filter { $0.hasSuffix(StoreFileNames.temporarySuffix) }
+        if !leftovers.isEmpty {
+            try io {
+                for name in leftovers { try fileSystem.removeFile(joinPath(directory, name)) }
+                try fileSystem.syncDirectory(directory)
+            }
+            names.removeAll { $0.hasSuffix(StoreFileNames.temporarySuffix) }
+        }
+        var segmentIDs = names.compactMap(StoreFileNames.segmentID).sorted()
+        var created = false
+        if !names.contains(StoreFileNames.superblock) {
+            if !segmentIDs.isEmpty {
+                // Creation writes segment 1 (header + empty checkpoint) before the superblock; a
+                // crash in between leaves exactly that. Anything more means a lost superblock.
+                let first = joinPath(directory, StoreFileNames.segment(1))
+                let size = try io { try fileSystem.openFile(first, create: false).size() }
+                guard segmentIDs == [1], size <= UInt64(creationSegmentSize) else {
+                    throw PageLogError.corruption(file: joinPath(directory, StoreFileNames.superblock), offset: 0,
+                                                  reason: "the superblock file is missing but the folder holds \(segmentIDs.count) segment file(s)")
+                }
+                try io { try fileSystem.removeFile(first) }
+            }
+            try createStore(directory: directory, fileSystem: fileSystem)
+            segmentIDs = [1]
+            created = true
+        }
+        return try recover(directory: directory, fileSystem: fileSystem, options: options, lock: lock,
+                           segmentIDs: segmentIDs, created: created)
+    }
+
+    /// Size of segment 1 right after creation: header + the empty checkpoint root.
+    static var creationSegmentSize: Int {
+        SegmentHeader.size + FrameHeader.alignedLength(FrameHeader.size + initialRoot.encoded().count)
+    }
+
+    static let initialLSN: UInt64 = 1
+
+    static var initialRoot: CheckpointRoot {
+        CheckpointRoot(lsn: initialLSN, nextPageID: firstAllocatablePageID, chunkEntries: UInt32(PageTable.chunkEntries), chunks: [],
+                       segments: [.init(segmentID: 1, totalBytes: UInt64(SegmentHeader.size), liveBytes: 0)])
+    }
+
+    /// Writes a new, empty store: segment 1 with an empty checkpoint, then the superblock
+    /// (under a temporary name, synced, renamed, directory synced).
+    private static func createStore(directory: String, fileSystem: any FileSystem) throws {
+        do {
+            let storeID = StoreID.random()
+            let segmentPath = joinPath(directory, StoreFileNames.segment(1))
+            let temporarySegment = segmentPath + StoreFileNames.temporarySuffix
+            let segment = try fileSystem.openFile(temporarySegment, create: true)
+            var bytes = SegmentHeader(storeID: storeID, segmentID: 1, previousSegmentID: 0, previousSegmentEnd: 0).encoded()
+            let length = initialRoot.encoded().withUnsafeBytes {
+                FrameCodec.append(kind: .checkpoint, pageID: 0, lsn: initialLSN, payload: $0, compress: false, to: &bytes)
+            }
+            try segment.write(bytes, at: 0)
+            try segment.sync()
+            segment.close()
+            try fileSystem.rename(temporarySegment, to: segmentPath)
+
+            let superblock = Superblock(storeID: storeID, epoch: 1, checkpointLSN: initialLSN,
+                                        root: FrameAddress(segment: 1, offset: UInt64(SegmentHeader.size), length: UInt32(length)))
+            var file = [UInt8](repeating: 0, count: Superblock.fileSize)
+            file.replaceSubrange(superblock.slot * Superblock.slotStride..<(superblock.slot * Superblock.slotStride + Superblock.encodedSize),
+                                 with: superblock.encoded())
+            let superblockPath = joinPath(directory, StoreFileNames.superblock)
+            let temporary = superblockPath + StoreFileNames.temporarySuffix
+            let handle = try fileSystem.openFile(temporary, create: true)
+            try handle.write(file, at: 0)
+            try handle.sync()
+            handle.close()
+            try fileSystem.syncDirectory(directory)
+            try fileSystem.rename(temporary, to: superblockPath)
+            try fileSystem.syncDirectory(directory)
+        } catch let error as IOError {
+            throw PageLogError.io(error)
+        }
+    }
+}

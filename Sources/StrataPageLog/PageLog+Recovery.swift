@@ -1,0 +1,369 @@
+import StrataFormat
+import StrataIO
+
+extension PageLog {
+    /// Recovery (Docs/Architecture.md, "Recovery"): pick the newest valid superblock slot and
+    /// recover from its checkpoint; if that checkpoint is damaged, try the older slot (its
+    /// replay runs through the newer checkpoint's frames and reaches the same end).
+    static func recover(directory: String, fileSystem: any FileSystem, options: PageLogOptions, lock: any FileLock,
+                        segmentIDs: [UInt64], created: Bool) throws -> PageLog {
+        let superblockPath = joinPath(directory, StoreFileNames.superblock)
+        let superblockFile: any StorageFile
+        let bytes: [UInt8]
+        do {
+            superblockFile = try fileSystem.openFile(superblockPath, create: false)
+            bytes = try superblockFile.read(count: Superblock.fileSize, at: 0)
+        } catch let error as IOError {
+            throw PageLogError.io(error)
+        }
+        var candidates: [Superblock] = []
+        var problems: [String] = []
+        for slot in 0..<2 {
+            let start = slot * Superblock.slotStride
+            let slice = start < bytes.count ? Array(bytes[start..<min(bytes.count, start + Superblock.encodedSize)]) : []
+            do {
+                candidates.append(try Superblock.decode(slice))
+            } catch let error as FormatError {
+                if let version = error.unsupportedVersion {
+                    throw PageLogError.unsupportedFormatVersion(file: superblockPath, found: version, supported: currentFormatVersion)
+                }
+                problems.append("slot \(slot) at offset \(start): \(error.reason)")
+            }
+        }
+        candidates.sort { $0.epoch > $1.epoch }
+        guard !candidates.isEmpty else {
+            throw PageLogError.corruption(file: superblockPath, offset: 0,
+                                          reason: "neither superblock slot is valid (\(problems.joined(separator: "; ")))")
+        }
+        var firstError: Error?
+        for (index, superblock) in candidates.enumerated() {
+            do {
+                var recovery = try Recovery(directory: directory, fileSystem: fileSystem, options: options,
+                                            superblock: superblock, segmentIDs: segmentIDs)
+                recovery.report.usedOlderSuperblock = index > 0
+                recovery.report.created = created
+                return try recovery.finish(superblockFile: superblockFile, lock: lock)
+            } catch let error as PageLogError {
+                guard case .corruption = error else { throw error }
+                if firstError == nil { firstError = error }
+            }
+        }
+        throw firstError ?? PageLogError.corruption(file: superblockPath, offset: 0, reason: "no usable checkpoint")
+    }
+}
+
+/// The work of recovering from one superblock; `finish` builds the open page log.
+struct Recovery {
+    let directory: String
+    let fileSystem: any FileSystem
+    let options: PageLogOptions
+    let superblock: Superblock
+    var report = RecoveryReport()
+
+    var files: [UInt64: any StorageFile] = [:]
+    var headers: [UInt64: SegmentHeader] = [:]
+    var table = PageTable()
+    var chunkLocations: [PageLocation] = []
+    var chunksNeedRewrite = false
+    var usage: [UInt64: SegmentUsage] = [:]
+    var lastLSN: UInt64
+    var maxSeenLSN: UInt64
+    var nextPageID: UInt64
+    var dirtyChunks = Set<Int>()
+    /// Where the valid log ends: the last segment and the first offset after its last valid frame.
+    var end = LogPosition(segment: 0, offset: 0)
+    var lastSegmentSize: UInt64 = 0
+
+    private func path(_ name: String) -> String { joinPath(directory, name) }
+
+    init(directory: String, fileSystem: any FileSystem, options: PageLogOptions, superblock: Superblock, segmentIDs: [UInt64]) throws {
+        self.directory = directory
+        self.fileSystem = fileSystem
+        self.options = options
+        self.superblock = superblock
+        report.superblockEpoch = superblock.epoch
+        lastLSN = superblock.checkpointLSN
+        maxSeenLSN = superblock.checkpointLSN
+        nextPageID = PageLog.firstAllocatablePageID
+        try openSegments(segmentIDs)
+        try loadCheckpoint()
+        try replay()
+    }
+
+    // MARK: Segments
+
+    private mutating func openSegments(_ ids: [UInt64]) throws {
+        for id in ids {
+            let name = path(StoreFileNames.segment(id))
+            let file: any StorageFile
+            let bytes: [UInt8]
+            do {
+                file = try fileSystem.openFile(name, create: false)
+                bytes = try file.read(count: SegmentHeader.size, at: 0)
+            } catch let error as IOError {
+                throw PageLogError.io(error)
+            }
+            let header: SegmentHeader
+            do {
+                header = try SegmentHeader.decode(bytes)
+            } catch let error as FormatError {
+                if let version = error.unsupportedVersion {
+                    throw PageLogError.unsupportedFormatVersion(file: name, found: version, supported: currentFormatVersion)
+                }
+                throw PageLogError.corrupt(name, 0, error)
+            }
+            guard header.storeID == superblock.storeID else {
+                throw PageLogError.corruption(file: name, offset: 16, reason: "segment belongs to store \(header.storeID), not \(superblock.storeID)")
+            }
+            guard header.segmentID == id else {
+                throw PageLogError.corruption(file: name, offset: 32, reason: "segment file \(id) says it is segment \(header.segmentID)")
+            }
+            files[id] = file
+            headers[id] = header
+        }
+        let rootSegment = superblock.root.segment
+        guard files[rootSegment] != nil else {
+            throw PageLogError.corruption(file: path(StoreFileNames.superblock), offset: UInt64(superblock.slot * Superblock.slotStride + 48),
+                                          reason: "segment \(rootSegment), which holds the checkpoint, is missing")
+        }
+        let last = ids.last ?? rootSegment
+        for id in rootSegment...last where id > rootSegment {
+            guard let header = headers[id] else {
+                throw PageLogError.corruption(file: path(StoreFileNames.segment(id)), offset: 0,
+                                              reason: "segment \(id) is missing from the log, which runs from segment \(rootSegment) to \(last)")
+            }
+            guard header.previousSegmentID == id - 1 else {
+                throw PageLogError.corruption(file: path(StoreFileNames.segment(id)), offset: 40,
+                                              reason: "segment \(id) continues segment \(header.previousSegmentID), expected \(id - 1)")
+            }
+        }
+    }
+
+    // MARK: Checkpoint
+
+    private mutating func loadCheckpoint() throws {
+        let address = superblock.root
+        guard let rootFile = files[address.segment] else { return }
+        let (header, payload) = try PageLog.readFrame(in: rootFile, at: address.offset, length: address.length, decompress: true)
+        guard header.kind == .checkpoint, header.lsn == superblock.checkpointLSN else {
+            throw PageLogError.corruption(file: rootFile.path, offset: address.offset,
+                                          reason: "the superblock names a checkpoint at LSN \(superblock.checkpointLSN), found a \(header.kind) frame at LSN \(header.lsn)")
+        }
+        let root: CheckpointRoot
+        do { root = try CheckpointRoot.decode(payload) } catch let error as FormatError {
+            throw PageLogError.corrupt(rootFile.path, address.offset + UInt64(FrameHeader.size), error)
+        }
+        guard root.lsn == header.lsn else {
+            throw PageLogError.corruption(file: rootFile.path, offset: address.offset + UInt64(FrameHeader.size),
+                                          reason: "checkpoint root LSN \(root.lsn) differs from its frame's LSN \(header.lsn)")
+        }
+        nextPageID = max(root.nextPageID, PageLog.firstAllocatablePageID)
+        let entriesPerChunk = Int(root.chunkEntries)
+        chunksNeedRewrite = entriesPerChunk != PageTable.chunkEntries
+        for (index, location) in root.chunks.enumerated() where !location.isNone {
+            guard let file = files[UInt64(location.segment)] else {
+                throw PageLogError.corruption(file: rootFile.path, offset: address.offset,
+                                              reason: "page table chunk \(index) is in segment \(location.segment), which is missing")
+            }
+            let (chunkHeader, chunkPayload) = try PageLog.readFrame(in: file, at: UInt64(location.offset), length: location.length, decompress: true)
+            guard chunkHeader.kind == .tableChunk, chunkHeader.pageID == UInt64(index), chunkHeader.lsn == location.lsn else {
+                throw PageLogError.corruption(file: file.path, offset: UInt64(location.offset),
+                                              reason: "expected page table chunk \(index) at LSN \(location.lsn), found a \(chunkHeader.kind) frame (id \(chunkHeader.pageID), LSN \(chunkHeader.lsn))")
+            }
+            let entries: [PageLocation]
+            do { entries = try TableChunkCodec.decode(chunkPayload, entries: entriesPerChunk) } catch let error as FormatError {
+                throw PageLogError.corrupt(file.path, UInt64(location.offset) + UInt64(FrameHeader.size), error)
+            }
+            for (slot, entry) in entries.enumerated() where !entry.isNone {
+                let pageID = UInt64(index * entriesPerChunk + slot)
+                guard files[UInt64(entry.segment)] != nil else {
+                    throw PageLogError.corruption(file: file.path, offset: UInt64(location.offset),
+                                                  reason: "page \(pageID) is in segment \(entry.segment), which is missing")
+                }
+                guard pageID < nextPageID else {
+                    throw PageLogError.corruption(file: file.path, offset: UInt64(location.offset),
+                                                  reason: "page \(pageID) is at or above the next page id \(nextPageID)")
+                }
+                table[pageID] = entry
+            }
+        }
+        chunkLocations = chunksNeedRewrite ? [] : root.chunks
+        if chunksNeedRewrite { dirtyChunks = Set(0..<table.chunkCount) }
+        for statistics in root.segments where files[statistics.segmentID] != nil {
+            usage[statistics.segmentID] = SegmentUsage(totalBytes: statistics.totalBytes, liveBytes: statistics.liveBytes)
+        }
+        usage[address.segment, default: SegmentUsage(totalBytes: 0, liveBytes: 0)].totalBytes += UInt64(address.length)
+        usage[address.segment, default: SegmentUsage(totalBytes: 0, liveBytes: 0)].liveBytes += UInt64(address.length)
+    }
+
+    // MARK: Replay
+
+    private mutating func replay() throws {
+        var segment = superblock.root.segment
+        var start = superblock.root.end
+        var pending: [(pageID: UInt64, location: PageLocation)] = []
+        var pendingLSN: UInt64?
+        while true {
+            guard let file = files[segment] else { break }
+            let size: UInt64
+            do { size = try file.size() } catch let error as IOError { throw PageLogError.io(error) }
+            if usage[segment] == nil { usage[segment] = SegmentUsage(totalBytes: UInt64(SegmentHeader.size), liveBytes: 0) }
+            var scanner = FrameScanner(file: file, start: start, size: size)
+            var stopOffset: UInt64 = start
+            var stopReason = ""
+            scan: while true {
+                switch try scanner.next() {
+                case .end(let offset, let reason):
+                    stopOffset = offset
+                    stopReason = reason
+                    break scan
+                case .frame(let header, let stored, let offset):
+                    let length = UInt64(header.frameLength)
+                    switch header.kind {
+                    case .page, .free:
+                        guard header.lsn > lastLSN, header.lsn >= (pendingLSN ?? 0) else {
+                            stopOffset = offset
+                            stopReason = "stale frame (LSN \(header.lsn) after LSN \(max(lastLSN, pendingLSN ?? 0)))"
+                            break scan
+                        }
+                        if header.lsn != pendingLSN {
+                            pending.removeAll()  // an abandoned transaction: its frames are dead
+                            pendingLSN = header.lsn
+                        }
+                        let location = header.kind == .page
+                            ? PageLocation(segment: UInt32(segment), offset: UInt32(offset), length: UInt32(length), lsn: header.lsn)
+                            : PageLocation.none
+                        pending.append((header.pageID, location))
+                        maxSeenLSN = max(maxSeenLSN, header.lsn)
+                    case .commit:
+                        guard header.lsn > lastLSN, header.lsn >= (pendingLSN ?? 0) else {
+                            stopOffset = offset
+                            stopReason = "stale commit (LSN \(header.lsn))"
+                            break scan
+                        }
+                        if header.lsn != pendingLSN { pending.removeAll() }
+                        let record: CommitRecord
+                        do { record = try CommitRecord.decode(stored) } catch let error as FormatError {
+                            throw PageLogError.corrupt(file.path, offset + UInt64(FrameHeader.size), error)
+                        }
+                        guard record.frameCount == UInt32(pending.count) else {
+                            throw PageLogError.corruption(file: file.path, offset: offset,
+                                                          reason: "commit of LSN \(header.lsn) counts \(record.frameCount) frames, the log holds \(pending.count)")
+                        }
+                        for (pageID, location) in pending {
+                            guard pageID < record.nextPageID || pageID < PageLog.firstAllocatablePageID else {
+                                throw PageLogError.corruption(file: file.path, offset: offset,
+                                                              reason: "commit of LSN \(header.lsn) writes page \(pageID) at or above its next page id \(record.nextPageID)")
+                            }
+                            let old = table[pageID]
+                            if !old.isNone, var entry = usage[UInt64(old.segment)] {
+                                entry.liveBytes -= min(entry.liveBytes, UInt64(old.length))
+                                usage[UInt64(old.segment)] = entry
+                            }
+                            if !location.isNone { usage[UInt64(location.segment)]?.liveBytes += UInt64(location.length) }
+                            table[pageID] = location
+                            dirtyChunks.insert(Int(pageID / UInt64(PageTable.chunkEntries)))
+                        }
+                        nextPageID = max(nextPageID, record.nextPageID)
+                        lastLSN = header.lsn
+                        maxSeenLSN = max(maxSeenLSN, header.lsn)
+                        report.replayedTransactions += 1
+                        pending.removeAll()
+                        pendingLSN = nil
+                    case .tableChunk, .checkpoint:
+                        break  // written by a checkpoint whose superblock is not the one in charge; changes nothing
+                    }
+                    usage[segment]?.totalBytes += length
+                    report.replayedBytes += length
+                }
+            }
+            if let next = headers[segment + 1] {
+                guard stopOffset == next.previousSegmentEnd else {
+                    throw PageLogError.corruption(file: file.path, offset: stopOffset,
+                                                  reason: "\(stopReason), but segment \(segment + 1) says this segment's log runs to offset \(next.previousSegmentEnd)")
+                }
+                segment += 1
+                start = UInt64(SegmentHeader.size)
+                continue
+            }
+            // The last segment: anything after the valid frames is a torn or unfinished write,
+            // unless a later commit proves those bytes had been synced.
+            end = LogPosition(segment: segment, offset: stopOffset)
+            lastSegmentSize = size
+            if stopOffset < size {
+                if let proof = try scanner.findDurabilityProof(after: stopOffset, beyond: end, segment: segment) {
+                    throw PageLogError.corruption(file: file.path, offset: stopOffset,
+                                                  reason: "\(stopReason); the commit at offset \(proof) shows these bytes had been synced")
+                }
+                report.tailWasTorn = true
+            }
+            if !pending.isEmpty { report.tailWasTorn = true }
+            break
+        }
+    }
+
+    // MARK: Finish
+
+    /// Builds the page log. When the tail was cut, writing continues in a new segment, so the
+    /// bytes after the cut are never read again (Docs/Architecture.md, invariant 6).
+    func finish(superblockFile: any StorageFile, lock: any FileLock) throws -> PageLog {
+        var usage = self.usage
+        var segments = files
+        var activeSegment = end.segment
+        var activeOffset = end.offset
+        var activeFile: any StorageFile
+        guard let lastFile = files[end.segment] else {
+            throw PageLogError.corruption(file: path(StoreFileNames.segment(end.segment)), offset: 0, reason: "segment missing")
+        }
+        activeFile = lastFile
+        do {
+            if end.offset < lastSegmentSize {
+                usage[end.segment]?.totalBytes = lastSegmentSize
+                let id = (files.keys.max() ?? end.segment) + 1
+                let name = path(StoreFileNames.segment(id))
+                let temporary = name + StoreFileNames.temporarySuffix
+                let scratch = try fileSystem.openFile(temporary, create: true)
+                try scratch.truncate(to: 0)
+                try scratch.write(SegmentHeader(storeID: superblock.storeID, segmentID: id, previousSegmentID: end.segment,
+                                                previousSegmentEnd: end.offset).encoded(), at: 0)
+                try scratch.sync()
+                scratch.close()
+                try lastFile.sync()
+                try fileSystem.rename(temporary, to: name)
+                try fileSystem.syncDirectory(directory)
+                activeFile = try fileSystem.openFile(name, create: false)
+                activeSegment = id
+                activeOffset = UInt64(SegmentHeader.size)
+                segments[id] = activeFile
+                usage[id] = SegmentUsage(totalBytes: UInt64(SegmentHeader.size), liveBytes: 0)
+            } else {
+                // What was read may still be only in the page cache (a killed process); sync it
+                // before commit records may claim it durable.
+                try lastFile.sync()
+            }
+        } catch let error as IOError {
+            throw PageLogError.io(error)
+        }
+        var free: [UInt64] = []
+        if nextPageID > PageLog.firstAllocatablePageID {
+            for id in (PageLog.firstAllocatablePageID..<nextPageID).reversed() where table[id].isNone { free.append(id) }
+        }
+        let writer = LogWriter(
+            activeSegment: activeSegment, activeFile: activeFile, flushedOffset: activeOffset, table: table, lastLSN: lastLSN,
+            nextLSN: max(lastLSN, maxSeenLSN) + 1, nextPageID: nextPageID, freePageIDs: free, usage: usage,
+            chunkLocations: chunkLocations, dirtyChunks: dirtyChunks, superblock: superblock, superblockFile: superblockFile,
+            rootAddress: superblock.root)
+        writer.bytesSinceCheckpoint = report.replayedBytes
+        // Segments before the checkpoint's that nothing refers to were emptied by a compaction
+        // whose deletion did not happen; retire them again.
+        var referenced = Set<UInt64>()
+        table.forEach { _, location in referenced.insert(UInt64(location.segment)) }
+        for chunk in chunkLocations where !chunk.isNone { referenced.insert(UInt64(chunk.segment)) }
+        for id in files.keys where id < superblock.root.segment && !referenced.contains(id) {
+            writer.retired.append(RetiredSegment(segment: id, epoch: superblock.epoch + 1, lsn: 0))
+        }
+        return PageLog(fileSystem: fileSystem, directory: directory, options: options, storeID: superblock.storeID,
+                       recoveryReport: report, writer: writer, segments: segments,
+                       durablePosition: LogPosition(segment: activeSegment, offset: activeOffset), lock: lock)
+    }
+}

@@ -1,0 +1,338 @@
+import Synchronization
+import StrataFormat
+import StrataIO
+
+/// The log-structured page store: pages are appended to segment files as checksummed frames;
+/// a page table maps page ids to their newest frame; commits are atomic; checkpoints bound
+/// recovery; compaction reclaims dead space. Docs/Architecture.md describes its invariants
+/// and state machines; Docs/FileFormat.md the bytes.
+///
+/// Concurrency: one writer at a time (`write`, `checkpoint`, `compact` serialize on the writer
+/// lock); any number of readers on snapshots, which never wait for the writer. Durable commits
+/// from several threads share fdatasync calls (group commit). All methods are thread-safe.
+package final class PageLog: Sendable {
+    /// Page ids below this are fixed: never allocated, always writable (layers above keep
+    /// their roots there).
+    package static let firstAllocatablePageID: UInt64 = 16
+
+    let fileSystem: any FileSystem
+    let directory: String
+    let options: PageLogOptions
+    let storeID: StoreID
+    /// What opening the store found.
+    package let recoveryReport: RecoveryReport
+
+    /// Held for a whole write transaction, checkpoint or compaction step.
+    let writerLock = Mutex<Void>(())
+    /// Touched only with `writerLock` held.
+    let writer: LogWriter
+    /// What readers see, and the bookkeeping they share with the writer.
+    let shared: Mutex<SharedState>
+    /// The log position known to be on stable storage.
+    let durable: Mutex<LogPosition>
+    /// Held while syncing the active segment, so concurrent committers share one fdatasync.
+    let syncLock = Mutex<Void>(())
+    /// Set by the first failed write or sync; the instance refuses writes after it.
+    let failure = Mutex<String?>(nil)
+    let backgroundCompactionScheduled = Atomic<Bool>(false)
+    /// The last error of a background compaction, if any.
+    package let backgroundError = Mutex<String?>(nil)
+    let lock: Mutex<(any FileLock)?>
+
+    struct SharedState {
+        var table: PageTable
+        var lsn: UInt64
+        var segments: [UInt64: any StorageFile]
+        /// The active segment's file and the offset up to which it was written.
+        var flushedFile: any StorageFile
+        var flushedPosition: LogPosition
+        var snapshots: [UInt64: UInt64] = [:]
+        var nextSnapshotToken: UInt64 = 1
+        var closed = false
+    }
+
+    init(fileSystem: any FileSystem, directory: String, options: PageLogOptions, storeID: StoreID,
+         recoveryReport: RecoveryReport, writer: LogWriter, segments: [UInt64: any StorageFile],
+         durablePosition: LogPosition, lock: any FileLock) {
+        self.fileSystem = fileSystem
+        self.directory = directory
+        self.options = options
+        self.storeID = storeID
+        self.recoveryReport = recoveryReport
+        self.writer = writer
+        self.shared = Mutex(SharedState(table: writer.table, lsn: writer.lastLSN, segments: segments,
+                                        flushedFile: writer.activeFile, flushedPosition: writer.endPosition))
+        self.durable = Mutex(durablePosition)
+        self.lock = Mutex(lock)
+    }
+
+    func path(_ name: String) -> String { joinPath(directory, name) }
+
+    // MARK: Reading
+
+    /// A snapshot of the latest committed state.
+    package func snapshot() throws -> Snapshot {
+        try shared.withLock { state in
+            guard !state.closed else { throw PageLogError.closed }
+            let token = state.nextSnapshotToken
+            state.nextSnapshotToken += 1
+            state.snapshots[token] = state.lsn
+            return Snapshot(log: self, table: state.table, lsn: state.lsn, segments: state.segments, token: token)
+        }
+    }
+
+    /// Reads a page from the latest committed state.
+    package func read(_ pageID: UInt64) throws -> Page? {
+        try snapshot().read(pageID)
+    }
+
+    func releaseSnapshot(_ token: UInt64) {
+        shared.withLock { _ = $0.snapshots.removeValue(forKey: token) }
+    }
+
+    /// The LSN of the oldest open snapshot, or nil when none is open.
+    var oldestSnapshotLSN: UInt64? {
+        shared.withLock { $0.snapshots.values.min() }
+    }
+
+    /// Reads and verifies the page frame at `location`.
+    static func readPage(_ pageID: UInt64, at location: PageLocation, in file: any StorageFile) throws -> Page {
+        let (header, payload) = try readFrame(in: file, at: UInt64(location.offset), length: location.length, decompress: true)
+        guard header.kind == .page, header.pageID == pageID, header.lsn == location.lsn else {
+            throw PageLogError.corruption(file: file.path, offset: UInt64(location.offset),
+                                          reason: "expected page \(pageID) written at LSN \(location.lsn), found a \(header.kind) frame for page \(header.pageID) at LSN \(header.lsn)")
+        }
+        return Page(id: pageID, entityID: header.entityID, schemaVersion: header.schemaVersion, lsn: header.lsn, bytes: payload)
+    }
+
+    /// Reads one frame of a known length and verifies it. With `decompress` false the payload
+    /// is returned as stored.
+    static func readFrame(in file: any StorageFile, at offset: UInt64, length: UInt32,
+                          decompress: Bool) throws -> (FrameHeader, [UInt8]) {
+        guard length >= UInt32(FrameHeader.size), Int(length) <= FrameHeader.maximumRawLength + 2 * FrameHeader.size + 1 << 20 else {
+            throw PageLogError.corruption(file: file.path, offset: offset, reason: "frame length \(length) out of range")
+        }
+        let bytes: [UInt8]
+        do { bytes = try file.read(count: Int(length), at: offset) } catch let error as IOError { throw PageLogError.io(error) }
+        guard bytes.count == Int(length) else {
+            throw PageLogError.corruption(file: file.path, offset: offset, reason: "frame of \(length) bytes cut short at end of file (\(bytes.count) bytes)")
+        }
+        return try bytes.withUnsafeBytes { raw in
+            do {
+                let header = try FrameHeader.decode(raw)
+                guard header.frameLength == Int(length) else {
+                    throw FormatError("frame is \(header.frameLength) bytes, the page table says \(length)", at: 36)
+                }
+                let stored = UnsafeRawBufferPointer(rebasing: raw[FrameHeader.size..<(FrameHeader.size + Int(header.storedLength))])
+                let headerBytes = UnsafeRawBufferPointer(rebasing: raw[0..<FrameHeader.size])
+                if decompress {
+                    return (header, try FrameCodec.verifiedPayload(header, headerBytes: headerBytes, stored: stored))
+                }
+                guard FrameHeader.computeChecksum(header: headerBytes, payload: stored) == header.checksum else {
+                    throw FormatError("frame checksum mismatch", at: 44)
+                }
+                return (header, [UInt8](stored))
+            } catch let error as FormatError {
+                throw PageLogError.corrupt(file.path, offset, error)
+            }
+        }
+    }
+
+    // MARK: Writing
+
+    /// Runs `body` as one write transaction and commits it atomically when `body` returns; if
+    /// `body` throws, nothing it wrote becomes visible and the error is rethrown.
+    ///
+    /// One transaction runs at a time; others wait. Do not call `write`, `checkpoint` or
+    /// `compact` from inside `body` (it would wait for itself). Pages written are spilled to the
+    /// log as the write buffer fills, so a transaction may be larger than memory.
+    package func write<T>(durability: Durability = .durable, _ body: (WriteTransaction) throws -> T) throws -> T {
+        let (result, commitEnd): (T, LogPosition?) = try writerLock.withLock { _ in
+            try checkWritable()
+            let transaction = WriteTransaction(log: self, writer: writer, lsn: writer.nextLSN)
+            writer.nextLSN += 1
+            let result: T
+            do {
+                result = try body(transaction)
+            } catch {
+                transaction.abandon()
+                throw error
+            }
+            let end = try transaction.commit()
+            return (result, end)
+        }
+        if let commitEnd {
+            if durability == .durable { try sync(upTo: commitEnd) }
+            scheduleCompactionIfNeeded()
+        }
+        return result
+    }
+
+    /// Writes a checkpoint now: the changed page table chunks, a checkpoint root, then the
+    /// other superblock slot. Recovery replays the log only after the newest checkpoint.
+    package func checkpoint() throws {
+        try writerLock.withLock { _ in
+            try checkWritable()
+            try checkpointLocked()
+        }
+    }
+
+    /// Closes the store: a final checkpoint (when anything changed since the last one), then
+    /// the files and the writer lock are released. Snapshots still open keep working until
+    /// released; new operations throw `PageLogError.closed`.
+    package func close() throws {
+        try writerLock.withLock { _ in
+            let alreadyClosed = shared.withLock { state in
+                defer { state.closed = true }
+                return state.closed
+            }
+            if alreadyClosed { return }
+            defer {
+                writer.superblockFile.close()
+                lock.withLock { $0?.unlock(); $0 = nil }
+            }
+            if failure.withLock({ $0 }) == nil, writer.lastLSN != writer.superblock.checkpointLSN || !writer.dirtyChunks.isEmpty {
+                try checkpointLocked()
+            }
+        }
+    }
+
+    /// Counters describing the store now.
+    package var statistics: PageLogStatistics {
+        writerLock.withLock { _ in
+            PageLogStatistics(logBytes: writer.totalLogBytes, liveBytes: writer.totalLiveBytes, segmentCount: writer.usage.count,
+                              lastLSN: writer.lastLSN, pageCount: writer.table.count, checkpointEpoch: writer.superblock.epoch)
+        }
+    }
+
+    func checkWritable() throws {
+        if let cause = failure.withLock({ $0 }) { throw PageLogError.poisoned(cause: cause) }
+        if shared.withLock({ $0.closed }) { throw PageLogError.closed }
+    }
+
+    /// Runs a write-path I/O operation; a failure poisons the instance (no retry: after a
+    /// failed fdatasync the kernel may already have dropped the dirty pages).
+    func io<T>(_ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch let error as IOError {
+            failure.withLock { if $0 == nil { $0 = error.description } }
+            throw PageLogError.io(error)
+        }
+    }
+
+    /// Makes the log durable at least up to `position` (group commit: a caller whose commit
+    /// was covered by another caller's sync returns without syncing).
+    func sync(upTo position: LogPosition) throws {
+        try syncLock.withLock { _ in
+            if durable.withLock({ $0 }) >= position { return }
+            try checkWritableIgnoringClose()
+            let (file, flushed) = shared.withLock { ($0.flushedFile, $0.flushedPosition) }
+            try io { try file.sync() }
+            durable.withLock { $0 = max($0, flushed) }
+        }
+    }
+
+    func checkWritableIgnoringClose() throws {
+        if let cause = failure.withLock({ $0 }) { throw PageLogError.poisoned(cause: cause) }
+    }
+
+    // MARK: Appending (writer lock held)
+
+    /// Appends a frame to the active segment, starting a new segment first when it would not fit.
+    func append(kind: FrameKind, pageID: UInt64, lsn: UInt64, entityID: UInt32 = 0, schemaVersion: UInt32 = 0,
+                payload: UnsafeRawBufferPointer, compress: Bool) throws -> PageLocation {
+        let start = writer.buffer.count
+        let length = FrameCodec.append(kind: kind, pageID: pageID, lsn: lsn, entityID: entityID, schemaVersion: schemaVersion,
+                                       payload: payload, compress: compress, to: &writer.buffer)
+        return try placeAppendedFrame(start: start, length: length)
+    }
+
+    /// Appends a copy of a stored frame under a new LSN (compaction).
+    func appendRelocated(_ header: FrameHeader, stored: [UInt8], lsn: UInt64) throws -> PageLocation {
+        let start = writer.buffer.count
+        let length = stored.withUnsafeBytes { FrameCodec.appendRelocated(header, storedPayload: $0, lsn: lsn, to: &writer.buffer) }
+        return try placeAppendedFrame(start: start, length: length)
+    }
+
+    /// The frame just appended to the buffer at `start`: roll the segment if it overflows,
+    /// account for it, flush if the buffer is full, and return where it is.
+    private func placeAppendedFrame(start: Int, length: Int) throws -> PageLocation {
+        var offset = writer.flushedOffset + UInt64(start)
+        if offset + UInt64(length) > UInt64(options.segmentSize), offset > UInt64(SegmentHeader.size) {
+            let frame = Array(writer.buffer[start...])
+            writer.buffer.removeLast(length)
+            try rollSegment()
+            writer.buffer.append(contentsOf: frame)
+            offset = writer.flushedOffset
+        }
+        let location = PageLocation(segment: UInt32(writer.activeSegment), offset: UInt32(offset), length: UInt32(length), lsn: 0)
+        writer.usage[writer.activeSegment, default: SegmentUsage(totalBytes: 0, liveBytes: 0)].totalBytes += UInt64(length)
+        writer.bytesSinceCheckpoint += UInt64(length)
+        if writer.buffer.count >= options.writeBufferSize { try flush() }
+        return location
+    }
+
+    /// Hands the buffered bytes to the file system.
+    func flush() throws {
+        guard !writer.buffer.isEmpty else { return }
+        let file = writer.activeFile
+        let offset = writer.flushedOffset
+        try io { try writer.buffer.withUnsafeBytes { try file.write($0, at: offset) } }
+        writer.flushedOffset += UInt64(writer.buffer.count)
+        writer.buffer.removeAll(keepingCapacity: true)
+        let position = writer.endPosition
+        shared.withLock { $0.flushedPosition = position }
+    }
+
+    /// Flushes and syncs the active segment.
+    func syncActiveSegment() throws {
+        try flush()
+        let file = writer.activeFile
+        let position = writer.endPosition
+        try syncLock.withLock { _ in
+            try io { try file.sync() }
+            durable.withLock { $0 = max($0, position) }
+        }
+    }
+
+    /// Seals the active segment (synced, so only the last segment can ever hold unsynced
+    /// frames) and starts the next one.
+    func rollSegment() throws {
+        try syncActiveSegment()
+        let previous = writer.activeSegment
+        let previousEnd = writer.writeOffset
+        let id = previous + 1
+        let file = try createSegment(id: id, previous: previous, previousEnd: previousEnd)
+        writer.activeSegment = id
+        writer.activeFile = file
+        writer.flushedOffset = UInt64(SegmentHeader.size)
+        writer.usage[id] = SegmentUsage(totalBytes: UInt64(SegmentHeader.size), liveBytes: 0)
+        let position = writer.endPosition
+        shared.withLock { state in
+            state.segments[id] = file
+            state.flushedFile = file
+            state.flushedPosition = position
+        }
+        durable.withLock { $0 = max($0, position) }
+    }
+
+    /// Creates a segment file durably: header written and synced under a temporary name, then
+    /// renamed, then the directory synced. A segment file that exists under its final name
+    /// always has a valid header.
+    func createSegment(id: UInt64, previous: UInt64, previousEnd: UInt64) throws -> any StorageFile {
+        try io {
+            let name = path(StoreFileNames.segment(id))
+            let temporary = name + StoreFileNames.temporarySuffix
+            let scratch = try fileSystem.openFile(temporary, create: true)
+            try scratch.truncate(to: 0)
+            let header = SegmentHeader(storeID: storeID, segmentID: id, previousSegmentID: previous, previousSegmentEnd: previousEnd)
+            try scratch.write(header.encoded(), at: 0)
+            try scratch.sync()
+            scratch.close()
+            try fileSystem.rename(temporary, to: name)
+            try fileSystem.syncDirectory(directory)
+            return try fileSystem.openFile(name, create: false)
+        }
+    }
+}

@@ -1,0 +1,87 @@
+/// Tuning of a page log. The defaults suit stores from megabytes to hundreds of gigabytes.
+package struct PageLogOptions: Sendable {
+    /// A segment file is closed and a new one started when the next frame would pass this size.
+    package var segmentSize = 64 << 20
+    /// An automatic checkpoint is written after this many bytes of log; it bounds recovery time.
+    package var checkpointInterval = 64 << 20
+    /// Compress page payloads with LZ4 when that saves at least 1/8 of their size.
+    package var compression = true
+    /// Compact in the background when space amplification passes `maximumSpaceAmplification`.
+    package var automaticCompaction = true
+    /// Log bytes / live bytes above which compaction runs (default 2x).
+    package var maximumSpaceAmplification = 2.0
+    /// Stores whose log is smaller than this are never compacted automatically.
+    package var compactionMinimumBytes = 128 << 20
+    /// Bytes buffered before a write system call.
+    package var writeBufferSize = 1 << 20
+    /// The largest page accepted.
+    package var maximumPageSize = 16 << 20
+
+    package init() {}
+}
+
+/// When a commit is durable.
+package enum Durability: Sendable {
+    /// The commit is on stable storage when `write` returns (fdatasync, shared by concurrent
+    /// committers: group commit).
+    case durable
+    /// The commit is crash-consistent but not synced: a crash may lose it and the commits after
+    /// it, never leave a partial commit, and never lose a commit before the last sync (like
+    /// SQLite's `synchronous=NORMAL` in WAL mode).
+    case relaxed
+}
+
+/// A position in the log: a segment and a byte offset in it. Ordered by segment, then offset.
+package struct LogPosition: Comparable, Hashable, Sendable, CustomStringConvertible {
+    package var segment: UInt64
+    package var offset: UInt64
+
+    package init(segment: UInt64, offset: UInt64) {
+        self.segment = segment
+        self.offset = offset
+    }
+
+    package static func < (a: LogPosition, b: LogPosition) -> Bool {
+        (a.segment, a.offset) < (b.segment, b.offset)
+    }
+
+    package var description: String { "\(segment):\(offset)" }
+}
+
+/// A page as read from the log.
+package struct Page: Sendable, Equatable {
+    package var id: UInt64
+    package var entityID: UInt32
+    package var schemaVersion: UInt32
+    /// The LSN of the transaction that wrote this image.
+    package var lsn: UInt64
+    package var bytes: [UInt8]
+}
+
+/// What opening a store found.
+package struct RecoveryReport: Sendable, Equatable {
+    /// The epoch of the superblock recovery started from.
+    package var superblockEpoch: UInt64 = 0
+    /// Whether the newest superblock slot was unusable and the older one was used.
+    package var usedOlderSuperblock = false
+    /// Bytes of log read after the checkpoint.
+    package var replayedBytes: UInt64 = 0
+    /// Committed transactions applied from the tail.
+    package var replayedTransactions = 0
+    /// Whether the log ended in an incomplete (torn or uncommitted) write that was cut off.
+    package var tailWasTorn = false
+    /// Whether the store was created by this open.
+    package var created = false
+}
+
+/// Counters describing a page log.
+package struct PageLogStatistics: Sendable, Equatable {
+    /// Bytes in segment files.
+    package var logBytes: UInt64
+    /// Bytes of frames the current state refers to.
+    package var liveBytes: UInt64
+    package var segmentCount: Int
+    package var lastLSN: UInt64
+    package var pageCount: Int
+    package var checkpointEpoch: UInt64
+}

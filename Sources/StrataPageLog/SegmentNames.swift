@@ -1,0 +1,19 @@
+/// File names inside a store folder (Docs/FileFormat.md, "Store folder").
+enum StoreFileNames {
+    static let superblock = "superblock"
+    static let lock = "LOCK"
+    static let temporarySuffix = ".tmp"
+    static let segmentSuffix = ".seg"
+
+    /// `0000000000000001.seg`: 16 lowercase hex digits, so names sort like ids.
+    static func segment(_ id: UInt64) -> String {
+        let hex = String(id, radix: 16)
+        return String(repeating: "0", count: max(0, 16 - hex.count)) + hex + segmentSuffix
+    }
+
+    /// The id of a segment file name, or nil when the name is not one.
+    static func segmentID(_ name: String) -> UInt64? {
+        guard name.hasSuffix(segmentSuffix), name.count == 16 + segmentSuffix.count else { return nil }
+        return UInt64(name.prefix(16), radix: 16)
+    }
+}

@@ -1,0 +1,47 @@
+import StrataFormat
+import StrataIO
+
+/// A consistent, read-only view of the store as of one commit. Reads never wait for the
+/// writer and never see a later or uncommitted change. Holding a snapshot keeps the segment
+/// files it refers to from being deleted by compaction; release it (drop the reference) when
+/// done. Thread-safe: a snapshot may be shared between threads.
+package final class Snapshot: Sendable {
+    /// The LSN of the last transaction visible in this snapshot.
+    package let lsn: UInt64
+    let table: PageTable
+    let segments: [UInt64: any StorageFile]
+    let log: PageLog
+    let token: UInt64
+
+    init(log: PageLog, table: PageTable, lsn: UInt64, segments: [UInt64: any StorageFile], token: UInt64) {
+        self.log = log
+        self.table = table
+        self.lsn = lsn
+        self.segments = segments
+        self.token = token
+    }
+
+    deinit { log.releaseSnapshot(token) }
+
+    /// The page with this id, or nil when no such page exists in this snapshot.
+    /// Throws `PageLogError.corruption` when the stored frame fails verification.
+    package func read(_ pageID: UInt64) throws -> Page? {
+        let location = table[pageID]
+        guard !location.isNone else { return nil }
+        guard let file = segments[UInt64(location.segment)] else {
+            throw PageLogError.corruption(file: StoreFileNames.segment(UInt64(location.segment)), offset: UInt64(location.offset),
+                                          reason: "segment \(location.segment), which holds page \(pageID), is missing")
+        }
+        return try PageLog.readPage(pageID, at: location, in: file)
+    }
+
+    /// The location of a page in this snapshot (for tests and verification).
+    package func location(of pageID: UInt64) -> PageLocation { table[pageID] }
+
+    /// Ids of every page present in this snapshot, ascending.
+    package func pageIDs() -> [UInt64] {
+        var ids: [UInt64] = []
+        table.forEach { id, _ in ids.append(id) }
+        return ids
+    }
+}
