@@ -68,9 +68,6 @@ package struct CheckpointRoot: Equatable, Sendable {
                   reader.remaining == chunkCount * PageLocation.encodedSize + segmentCount * 24 else {
                 throw FormatError("checkpoint root sizes (\(chunkCount) chunks, \(segmentCount) segments) do not match its \(bytes.count) bytes", at: 20)
             }
-            guard UInt64(chunkCount) * UInt64(entries) >= nextPageID else {
-                throw FormatError("\(chunkCount) chunks of \(entries) cannot hold page ids below \(nextPageID)", at: 8)
-            }
             var chunks: [PageLocation] = []
             chunks.reserveCapacity(chunkCount)
             for _ in 0..<chunkCount { chunks.append(try PageLocation.read(from: &reader)) }

@@ -73,6 +73,7 @@ package final class MemoryFileSystem: FileSystem, Sendable {
         var locks: Set<String> = []
         var operationCount = 0
         var syncCount = 0
+        var bytesRead = 0
         var crashed = false
         var generation = 0
         var injector: (@Sendable (Operation) -> Fault?)?
@@ -93,6 +94,9 @@ package final class MemoryFileSystem: FileSystem, Sendable {
     package var counters: (operations: Int, syncs: Int) {
         state.withLock { ($0.operationCount, $0.syncCount) }
     }
+
+    /// Bytes returned by reads so far (tests check that opening reads no data pages).
+    package var bytesRead: Int { state.withLock { $0.bytesRead } }
 
     /// Whether power was cut by a fault injector and `simulateCrash` not yet called.
     package var isCrashed: Bool { state.withLock { $0.crashed } }
@@ -303,6 +307,7 @@ package final class MemoryFileSystem: FileSystem, Sendable {
             let start = Int(clamping: offset)
             guard start < inode.current.count else { return 0 }
             let count = min(buffer.count, inode.current.count - start)
+            state.bytesRead += count
             inode.current.withUnsafeBytes { source in
                 buffer.baseAddress!.copyMemory(from: source.baseAddress! + start, byteCount: count)
             }

@@ -35,11 +35,14 @@ extension PageLog {
             throw PageLogError.corruption(file: superblockPath, offset: 0,
                                           reason: "neither superblock slot is valid (\(problems.joined(separator: "; ")))")
         }
+        // Every valid slot proves the log was synced up to the end of the checkpoint it names;
+        // recovering from an older slot must replay at least that far.
+        let mustReach = candidates.map { LogPosition(segment: $0.root.segment, offset: $0.root.end) }.max()
         var firstError: Error?
         for (index, superblock) in candidates.enumerated() {
             do {
                 var recovery = try Recovery(directory: directory, fileSystem: fileSystem, options: options,
-                                            superblock: superblock, segmentIDs: segmentIDs)
+                                            superblock: superblock, segmentIDs: segmentIDs, mustReach: mustReach)
                 recovery.report.usedOlderSuperblock = index > 0
                 recovery.report.created = created
                 return try recovery.finish(superblockFile: superblockFile, lock: lock)
@@ -76,7 +79,8 @@ struct Recovery {
 
     private func path(_ name: String) -> String { joinPath(directory, name) }
 
-    init(directory: String, fileSystem: any FileSystem, options: PageLogOptions, superblock: Superblock, segmentIDs: [UInt64]) throws {
+    init(directory: String, fileSystem: any FileSystem, options: PageLogOptions, superblock: Superblock, segmentIDs: [UInt64],
+         mustReach: LogPosition?) throws {
         self.directory = directory
         self.fileSystem = fileSystem
         self.options = options
@@ -88,6 +92,10 @@ struct Recovery {
         try openSegments(segmentIDs)
         try loadCheckpoint()
         try replay()
+        if let mustReach, end < mustReach {
+            throw PageLogError.corruption(file: path(StoreFileNames.segment(end.segment)), offset: end.offset,
+                                          reason: "the log ends at \(end), before the checkpoint at \(mustReach) named by the newer superblock slot")
+        }
     }
 
     // MARK: Segments
@@ -95,6 +103,9 @@ struct Recovery {
     private mutating func openSegments(_ ids: [UInt64]) throws {
         for id in ids {
             let name = path(StoreFileNames.segment(id))
+            guard id <= UInt64(UInt32.max) else {
+                throw PageLogError.corruption(file: name, offset: 0, reason: "segment id \(id) is out of range")
+            }
             let file: any StorageFile
             let bytes: [UInt8]
             do {
@@ -157,6 +168,10 @@ struct Recovery {
             throw PageLogError.corruption(file: rootFile.path, offset: address.offset + UInt64(FrameHeader.size),
                                           reason: "checkpoint root LSN \(root.lsn) differs from its frame's LSN \(header.lsn)")
         }
+        guard root.nextPageID <= PageLog.maximumPageID else {
+            throw PageLogError.corruption(file: rootFile.path, offset: address.offset + UInt64(FrameHeader.size) + 8,
+                                          reason: "next page id \(root.nextPageID) exceeds the maximum \(PageLog.maximumPageID)")
+        }
         nextPageID = max(root.nextPageID, PageLog.firstAllocatablePageID)
         let entriesPerChunk = Int(root.chunkEntries)
         chunksNeedRewrite = entriesPerChunk != PageTable.chunkEntries
@@ -207,6 +222,9 @@ struct Recovery {
             guard let file = files[segment] else { break }
             let size: UInt64
             do { size = try file.size() } catch let error as IOError { throw PageLogError.io(error) }
+            guard size <= UInt64(UInt32.max) else {
+                throw PageLogError.corruption(file: file.path, offset: UInt64(UInt32.max), reason: "segment file of \(size) bytes exceeds 4 GiB")
+            }
             if usage[segment] == nil { usage[segment] = SegmentUsage(totalBytes: UInt64(SegmentHeader.size), liveBytes: 0) }
             var scanner = FrameScanner(file: file, start: start, size: size)
             var stopOffset: UInt64 = start
@@ -245,6 +263,10 @@ struct Recovery {
                         let record: CommitRecord
                         do { record = try CommitRecord.decode(stored) } catch let error as FormatError {
                             throw PageLogError.corrupt(file.path, offset + UInt64(FrameHeader.size), error)
+                        }
+                        guard record.nextPageID <= PageLog.maximumPageID else {
+                            throw PageLogError.corruption(file: file.path, offset: offset + UInt64(FrameHeader.size) + 24,
+                                                          reason: "next page id \(record.nextPageID) exceeds the maximum \(PageLog.maximumPageID)")
                         }
                         guard record.frameCount == UInt32(pending.count) else {
                             throw PageLogError.corruption(file: file.path, offset: offset,

@@ -31,6 +31,7 @@ package final class WriteTransaction {
             reusedPageIDs.append(id)
             return id
         }
+        guard writer.nextPageID < PageLog.maximumPageID else { throw PageLogError.invalidPageID(writer.nextPageID) }
         defer { writer.nextPageID += 1 }
         return writer.nextPageID
     }

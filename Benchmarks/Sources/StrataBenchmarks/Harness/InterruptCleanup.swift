@@ -4,7 +4,7 @@ import Foundation
 /// Removes the run's temporary folder when the driver is interrupted (Ctrl-C or SIGTERM),
 /// so an aborted run does not leave gigabytes of stores behind. Workload processes are in
 /// the same process group and get the terminal's SIGINT themselves.
-final class InterruptCleanup: Sendable {
+final class InterruptCleanup {
     private let sources: [any DispatchSourceSignal]
 
     init(folder: TemporaryFolder) {

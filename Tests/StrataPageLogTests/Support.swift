@@ -1,0 +1,41 @@
+import StrataFormat
+import StrataIO
+@testable import StrataPageLog
+import StrataTestSupport
+
+/// Small segments and checkpoint intervals so a few hundred transactions exercise segment
+/// rolls, checkpoints and compaction.
+func smallOptions() -> PageLogOptions {
+    var options = PageLogOptions()
+    options.segmentSize = 16 << 10
+    options.checkpointInterval = 24 << 10
+    options.automaticCompaction = false
+    options.writeBufferSize = 4 << 10
+    options.compactionMinimumBytes = 0
+    return options
+}
+
+let storePath = "/store"
+
+/// Every page of the latest state, as id → bytes.
+func contents(of log: PageLog) throws -> [UInt64: [UInt8]] {
+    let snapshot = try log.snapshot()
+    var result: [UInt64: [UInt8]] = [:]
+    for id in snapshot.pageIDs() {
+        result[id] = try snapshot.read(id)?.bytes
+    }
+    return result
+}
+
+/// A page payload: compressible or random, of a random size.
+func randomPage(_ random: inout SeededRandom, maximum: Int = 3000) -> [UInt8] {
+    let size = Int.random(in: 0...maximum, using: &random)
+    return Bool.random(using: &random) ? random.recordLikeBytes(size) : random.bytes(size)
+}
+
+extension PageLogError {
+    var isCorruption: Bool {
+        if case .corruption = self { return true }
+        return false
+    }
+}
