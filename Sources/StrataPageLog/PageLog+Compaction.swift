@@ -30,16 +30,22 @@ extension PageLog {
         let target = max(1.0, targetAmplification ?? options.maximumSpaceAmplification * 0.75)
         var report = CompactionReport()
         let retiredBefore = Set(writer.retired.map(\.segment))
+        // Only segments sealed before this call are candidates: relocation writes new segments,
+        // and compacting those would never end.
+        let firstNewSegment = writer.activeSegment
         while true {
             let total = writer.totalLogBytes
             let live = writer.totalLiveBytes
             if Double(total) <= target * Double(max(live, 1)) { break }
             let retired = Set(writer.retired.map(\.segment))
             let candidates = writer.usage.filter { id, usage in
-                id != writer.activeSegment && !retired.contains(id) && usage.liveBytes + UInt64(SegmentHeader.size) < usage.totalBytes
+                id < firstNewSegment && !retired.contains(id) && usage.liveBytes + UInt64(SegmentHeader.size) < usage.totalBytes
             }
+            // The emptiest segment first; ties by id, so a run is reproducible.
             guard let victim = candidates.min(by: { a, b in
-                Double(a.value.liveBytes) / Double(max(a.value.totalBytes, 1)) < Double(b.value.liveBytes) / Double(max(b.value.totalBytes, 1))
+                let left = Double(a.value.liveBytes) / Double(max(a.value.totalBytes, 1))
+                let right = Double(b.value.liveBytes) / Double(max(b.value.totalBytes, 1))
+                return left != right ? left < right : a.key < b.key
             })?.key else { break }
             let (pages, bytes) = try relocate(segment: victim)
             report.retiredSegments.append(victim)

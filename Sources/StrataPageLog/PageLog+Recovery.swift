@@ -381,7 +381,7 @@ struct Recovery {
         var referenced = Set<UInt64>()
         table.forEach { _, location in referenced.insert(UInt64(location.segment)) }
         for chunk in chunkLocations where !chunk.isNone { referenced.insert(UInt64(chunk.segment)) }
-        for id in files.keys where id < superblock.root.segment && !referenced.contains(id) {
+        for id in files.keys.sorted() where id < superblock.root.segment && !referenced.contains(id) {
             writer.retired.append(RetiredSegment(segment: id, epoch: superblock.epoch + 1, lsn: 0))
         }
         return PageLog(fileSystem: fileSystem, directory: directory, options: options, storeID: superblock.storeID,

@@ -36,7 +36,7 @@ package final class PageLog: Sendable {
     let syncLock = Mutex<Void>(())
     /// Set by the first failed write or sync; the instance refuses writes after it.
     let failure = Mutex<String?>(nil)
-    let backgroundCompactionScheduled = Atomic<Bool>(false)
+    package let backgroundCompactionScheduled = Atomic<Bool>(false)
     /// The last error of a background compaction, if any.
     package let backgroundError = Mutex<String?>(nil)
     let lock: Mutex<(any FileLock)?>

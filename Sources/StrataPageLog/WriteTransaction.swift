@@ -137,7 +137,7 @@ package final class WriteTransaction {
         }
         try log.flush()
         let end = writer.endPosition
-        for (pageID, location) in changes {
+        for (pageID, location) in changes.sorted(by: { $0.key < $1.key }) {
             let old = writer.table[pageID]
             writer.replaceLive(old: old, new: location)
             writer.table[pageID] = location

@@ -1,6 +1,6 @@
 import StrataFormat
 import StrataIO
-@testable import StrataPageLog
+import StrataPageLog
 import StrataTestSupport
 
 /// Small segments and checkpoint intervals so a few hundred transactions exercise segment

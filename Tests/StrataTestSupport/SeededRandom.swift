@@ -25,19 +25,44 @@ public struct SeededRandom: RandomNumberGenerator, Sendable {
         return fallback
     }
 
-    /// Random bytes.
+    /// Random bytes (8 per generator step).
     public mutating func bytes(_ count: Int) -> [UInt8] {
-        (0..<count).map { _ in UInt8.random(in: 0...255, using: &self) }
+        var result = [UInt8](repeating: 0, count: count)
+        result.withUnsafeMutableBytes { raw in
+            var index = 0
+            while index < count {
+                var word = next()
+                let n = min(8, count - index)
+                withUnsafeBytes(of: &word) { source in
+                    raw.baseAddress!.advanced(by: index).copyMemory(from: source.baseAddress!, byteCount: n)
+                }
+                index += n
+            }
+        }
+        return result
     }
 
-    /// Bytes that look like record pages: repetitive text with numbers, compressible like real data.
+    /// Bytes that look like record pages: repeated field names with varying digits,
+    /// compressible about 2x like real record pages.
     public mutating func recordLikeBytes(_ count: Int) -> [UInt8] {
-        var out: [UInt8] = []
-        out.reserveCapacity(count + 64)
-        while out.count < count {
-            let n = Int.random(in: 0..<100_000, using: &self)
-            out.append(contentsOf: Array("Last\(n), First\(n % 997);note=lorem ipsum \(n * 7)|".utf8))
+        let template = Array("Last0000, First0000;created=0000000000;note=lorem ipsum dolor sit amet 0000|".utf8)
+        var result = [UInt8](repeating: 0, count: count)
+        result.withUnsafeMutableBufferPointer { out in
+            var index = 0
+            while index < count {
+                var digits = next()
+                for byte in template where index < count {
+                    if byte == UInt8(ascii: "0") {
+                        out[index] = UInt8(ascii: "0") + UInt8(digits % 10)
+                        digits /= 10
+                        if digits == 0 { digits = next() }
+                    } else {
+                        out[index] = byte
+                    }
+                    index += 1
+                }
+            }
         }
-        return Array(out.prefix(count))
+        return result
     }
 }

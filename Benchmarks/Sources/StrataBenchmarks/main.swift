@@ -21,7 +21,10 @@ do {
         status = 0
     }
 } catch let error as BenchmarkError {
-    if case .usage = error { status = 2 } else { status = 1 }
+    switch error {
+    case .usage, .unknownWorkload: status = 2
+    default: status = 1
+    }
     StandardError.write("StrataBenchmarks: \(error)\n")
 } catch {
     StandardError.write("StrataBenchmarks: \(error)\n")

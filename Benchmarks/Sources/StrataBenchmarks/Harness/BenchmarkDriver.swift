@@ -2,8 +2,8 @@ import Foundation
 
 /// The driver role: runs the selected workloads one after another, each in a process of
 /// its own on stores in one temporary folder, then prints the table and writes the JSON
-/// file. A workload that fails is reported by name and makes the run exit non-zero; the
-/// others still run and are written.
+/// file. A workload that fails is reported by name and why, and makes the run exit
+/// non-zero; the others still run and are written (no file is written without results).
 struct BenchmarkDriver {
     let options: CommandLineOptions
 
@@ -35,10 +35,11 @@ struct BenchmarkDriver {
         }
 
         print(ResultTable(results: results).text)
-        let file = ResultsFile(machine: MachineDescription.current(), results: results)
-        let path = options.jsonPath ?? ResultsFile.defaultPath
-        try file.write(to: path)
-        print("Results written to \(path)")
+        if !results.isEmpty {
+            let path = options.jsonPath ?? ResultsFile.defaultPath
+            try ResultsFile(machine: MachineDescription.current(), results: results).write(to: path)
+            print("Results written to \(path)")
+        }
         guard failures.isEmpty else {
             StandardError.write("\(failures.count) workload(s) failed: \(failures.joined(separator: ", "))\n")
             return 1

@@ -1,20 +1,23 @@
 import Dispatch
 import Foundation
 
-/// Removes the run's temporary folder when the driver is interrupted (Ctrl-C or SIGTERM),
-/// so an aborted run does not leave gigabytes of stores behind. Workload processes are in
-/// the same process group and get the terminal's SIGINT themselves.
+/// Cleans up when the driver is interrupted (Ctrl-C, SIGINT or SIGTERM): kills the workload
+/// processes it started and removes the run's temporary folder, so an aborted run does not
+/// leave gigabytes of stores behind. (A writer started by a workload process notices its
+/// parent has gone and stops.)
 final class InterruptCleanup {
     private let sources: [any DispatchSourceSignal]
 
     init(folder: TemporaryFolder) {
         sources = [SIGINT, SIGTERM].map { signalNumber in
-            // Dispatch sees the signal only when its default action is off; children get
-            // the default action back on exec, since a handled signal is reset there.
+            // Dispatch delivers the signal only when its default action is off. It catches
+            // the signal with a handler of its own, and caught signals are reset to their
+            // default on exec, so child processes are still stopped by Ctrl-C.
             signal(signalNumber, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: .global())
             source.setEventHandler {
-                StandardError.write("\ninterrupted; removing \(folder.path)\n")
+                StandardError.write("\ninterrupted; stopping workload processes and removing \(folder.path)\n")
+                SelfProcess.killAll()
                 try? folder.remove()
                 exit(128 + signalNumber)
             }

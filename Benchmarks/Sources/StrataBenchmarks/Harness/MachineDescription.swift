@@ -32,14 +32,23 @@ struct MachineDescription {
         ])
     }
 
-    /// PRETTY_NAME from /etc/os-release, with the kernel release.
+    /// PRETTY_NAME from /etc/os-release, with the kernel's name and release (uname).
     private static func operatingSystem() -> String {
         let release = (try? String(contentsOfFile: "/etc/os-release", encoding: .utf8)) ?? ""
         let prettyName = release.split(separator: "\n")
             .first { $0.hasPrefix("PRETTY_NAME=") }
             .map { $0.dropFirst("PRETTY_NAME=".count).trimmingCharacters(in: CharacterSet(charactersIn: "\"")) }
-        let kernel = ProcessInfo.processInfo.operatingSystemVersionString
-        return [prettyName, kernel].compactMap { $0 }.joined(separator: ", ")
+        var names = utsname()
+        let kernel = uname(&names) == 0 ? "\(field(names.sysname)) \(field(names.release))" : nil
+        let parts = [prettyName, kernel].compactMap { $0 }
+        return parts.isEmpty ? "unknown" : parts.joined(separator: ", ")
+    }
+
+    /// A NUL-terminated character array of `utsname` as a string.
+    private static func field<T>(_ characters: T) -> String {
+        withUnsafeBytes(of: characters) { bytes in
+            String(decoding: bytes.prefix { $0 != 0 }, as: UTF8.self)
+        }
     }
 
     /// "model name" from /proc/cpuinfo.

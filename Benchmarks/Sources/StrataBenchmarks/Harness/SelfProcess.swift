@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// This same executable, started again in another role: a workload process
 /// (`--run-workload`) whose peak memory is its own, or a writer to be killed (`--run-writer`).
@@ -23,6 +24,9 @@ final class SelfProcess {
     private let process = Process()
     private let output: Pipe?
 
+    /// The processes started and not yet waited for, so an interrupted run can stop them.
+    private static let running = Mutex<Set<Int32>>([])
+
     /// Starts the executable with `arguments`; `captureOutput` keeps its standard output.
     init(arguments: [String], captureOutput: Bool) throws {
         process.executableURL = URL(fileURLWithPath: try Self.executablePath())
@@ -32,6 +36,8 @@ final class SelfProcess {
         process.standardInput = FileHandle.nullDevice
         process.standardError = FileHandle.standardError
         try process.run()
+        let pid = process.processIdentifier
+        Self.running.withLock { _ = $0.insert(pid) }
     }
 
     /// The process id.
@@ -52,10 +58,17 @@ final class SelfProcess {
         // Read before waiting: a child blocked on a full pipe would never exit.
         let data = output?.fileHandleForReading.readDataToEndOfFile() ?? Data()
         process.waitUntilExit()
+        let pid = process.processIdentifier
+        Self.running.withLock { _ = $0.remove(pid) }
         let termination: Termination = process.terminationReason == .uncaughtSignal
             ? .killed(signal: process.terminationStatus)
             : .exited(process.terminationStatus)
         return (String(decoding: data, as: UTF8.self), termination)
+    }
+
+    /// Sends SIGKILL to every process started here and not yet waited for.
+    static func killAll() {
+        for pid in running.withLock({ $0 }) { kill(pid, SIGKILL) }
     }
 
     /// The path of the running executable (`/proc/self/exe` resolved), so a child runs

@@ -1,11 +1,11 @@
 import Foundation
 
 /// The workload-process role (`--run-workload NAME`): runs one workload in this process,
-/// so the peak memory it reports is the workload's own, and prints the result as one JSON
-/// line on standard output.
+/// so the peak memory it reports is the workload's own, and prints one JSON line on
+/// standard output: the result, or `{"workload": NAME, "error": "why"}` when it failed.
 enum WorkloadProcess {
     /// Runs the workload and returns the process's exit status: 0 with a result line, 1
-    /// with the reason on standard error.
+    /// with an error line.
     static func run(name: String, options: CommandLineOptions) -> Int32 {
         do {
             guard let workload = WorkloadRegistry.workload(named: name) else {
@@ -20,10 +20,10 @@ enum WorkloadProcess {
             let context = WorkloadContext(workloadName: name, scale: options.scale, folder: folder)
             var result = try workload.run(context)
             result.peakMemoryBytes = PeakMemory.currentProcessBytes()
-            FileHandle.standardOutput.write(Data((result.json.compactText + "\n").utf8))
+            printLine(result.json)
             return 0
         } catch {
-            StandardError.write("StrataBenchmarks: workload '\(name)' failed: \(error)\n")
+            printLine(.object([("workload", .string(name)), ("error", .string("\(error)"))]))
             return 1
         }
     }
@@ -36,16 +36,25 @@ enum WorkloadProcess {
             captureOutput: true
         )
         let (output, termination) = child.waitForExit()
+        let line = output.split(separator: "\n").last { $0.hasPrefix("{") }
+        let json = try line.map { try JSONValue(parsing: String($0)) }
+        if let error = json?["error"]?.stringValue {
+            throw BenchmarkError.workloadProcessFailed(workload: workload.name, reason: error)
+        }
         guard case .exited(0) = termination else {
             throw BenchmarkError.workloadProcessFailed(workload: workload.name, reason: "its process \(termination)")
         }
-        guard let line = output.split(separator: "\n").last(where: { $0.hasPrefix("{") }) else {
+        guard let json else {
             throw BenchmarkError.workloadProcessFailed(workload: workload.name, reason: "its process printed no result")
         }
-        let result = try WorkloadResult(json: JSONValue(parsing: String(line)))
+        let result = try WorkloadResult(json: json)
         guard result.workload == workload.name else {
             throw BenchmarkError.malformedOutput("asked for '\(workload.name)', got a result for '\(result.workload)'")
         }
         return result
+    }
+
+    private static func printLine(_ json: JSONValue) {
+        FileHandle.standardOutput.write(Data((json.compactText + "\n").utf8))
     }
 }

@@ -41,11 +41,6 @@ enum JSONValue: Sendable {
         default: nil
         }
     }
-
-    var isNull: Bool {
-        if case .null = self { return true }
-        return false
-    }
 }
 
 // MARK: - Writing

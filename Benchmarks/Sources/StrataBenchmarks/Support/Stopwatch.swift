@@ -4,8 +4,10 @@ struct Stopwatch {
 
     /// Seconds since the stopwatch was created.
     var elapsedSeconds: Double {
-        let elapsed = ContinuousClock.now - start
-        return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) * 1e-18
+        let elapsed = (ContinuousClock.now - start).components
+        // Whole nanoseconds, so the figure prints as a short decimal.
+        let nanoseconds = elapsed.seconds * 1_000_000_000 + elapsed.attoseconds / 1_000_000_000
+        return Double(nanoseconds) / 1e9
     }
 
     /// Runs `body` and returns its result with the seconds it took.
