@@ -21,7 +21,7 @@ bench-deps: deps
 	fi
 
 test: deps
-	$(SWIFT) test
+	$(SWIFT) test -c release
 
 bench: bench-deps
 	cd Benchmarks && $(SWIFT) run -c release StrataBenchmarks $(BENCH_ARGS)

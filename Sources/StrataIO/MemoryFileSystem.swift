@@ -83,6 +83,31 @@ package final class MemoryFileSystem: FileSystem, Sendable {
 
     package init() {}
 
+    /// A file system holding exactly these files (path → bytes), all durable. Their parent
+    /// directories are created.
+    package convenience init(files: [String: [UInt8]]) {
+        self.init()
+        state.withLock { state in
+            for (path, bytes) in files {
+                let inode = Inode()
+                inode.durable = bytes
+                inode.current = bytes
+                state.entries[path] = inode
+                state.durableEntries[path] = inode
+                var partial = ""
+                for component in path.split(separator: "/").dropLast() {
+                    partial += "/" + component
+                    state.directories.insert(partial)
+                }
+            }
+        }
+    }
+
+    /// The current bytes of every file, by path (for tests that copy or corrupt stores).
+    package func allFiles() -> [String: [UInt8]] {
+        state.withLock { $0.entries.mapValues(\.current) }
+    }
+
     // MARK: Test controls
 
     /// Installs (or removes, with nil) a closure consulted before every mutating operation.
