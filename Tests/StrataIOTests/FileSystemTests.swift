@@ -1,0 +1,114 @@
+import Testing
+import StrataIO
+import StrataTestSupport
+
+@Suite struct POSIXFileSystemTests {
+    @Test func readsWritesSyncsRenamesAndRemoves() throws {
+        let directory = try temporaryDirectory()
+        defer { removeDirectory(directory) }
+        let fs = POSIXFileSystem()
+        let path = joinPath(directory, "a")
+        let file = try fs.openFile(path, create: true)
+        try file.write([1, 2, 3, 4, 5], at: 10)
+        try file.sync()
+        #expect(try file.size() == 15)
+        #expect(try file.read(count: 5, at: 10) == [1, 2, 3, 4, 5])
+        #expect(try file.read(count: 10, at: 12) == [3, 4, 5])
+        try file.truncate(to: 11)
+        #expect(try file.size() == 11)
+        try fs.rename(path, to: joinPath(directory, "b"))
+        try fs.syncDirectory(directory)
+        #expect(try fs.contentsOfDirectory(directory) == ["b"])
+        #expect(!fs.fileExists(path))
+        try fs.removeFile(joinPath(directory, "b"))
+        #expect(throws: IOError.self) { _ = try fs.openFile(path, create: false) }
+        file.close()
+    }
+
+    @Test func theLockIsExclusiveUntilReleased() throws {
+        let directory = try temporaryDirectory()
+        defer { removeDirectory(directory) }
+        let fs = POSIXFileSystem()
+        let lock = try fs.lock(joinPath(directory, "LOCK"), exclusive: true)
+        do {
+            _ = try fs.lock(joinPath(directory, "LOCK"), exclusive: true)
+            Issue.record("a second exclusive lock was granted")
+        } catch let error as IOError {
+            #expect(error.kind == .locked)
+        }
+        lock.unlock()
+        let again = try fs.lock(joinPath(directory, "LOCK"), exclusive: true)
+        again.unlock()
+    }
+}
+
+@Suite struct MemoryFileSystemTests {
+    @Test func unsyncedWritesAreDroppedOrKeptAtACrash() throws {
+        let fs = MemoryFileSystem()
+        try fs.createDirectory("/d")
+        let file = try fs.openFile("/d/f", create: true)
+        try fs.syncDirectory("/d")
+        try file.write([1, 1, 1, 1], at: 0)
+        try file.sync()
+        try file.write([2, 2], at: 4)
+        var random = SeededRandom(seed: 31)
+        let copy = MemoryFileSystem(files: fs.allFiles())
+        fs.simulateCrash(mode: .dropAll, using: &random)
+        #expect(fs.contents(of: "/d/f") == [1, 1, 1, 1])
+        // Handles from before the crash are dead.
+        #expect(throws: IOError.self) { try file.write([3], at: 0) }
+        let kept = try copy.openFile("/d/f", create: false)
+        #expect(try kept.read(count: 10, at: 0) == [1, 1, 1, 1, 2, 2])
+    }
+
+    @Test func unsyncedCreationsVanishAtACrash() throws {
+        let fs = MemoryFileSystem()
+        try fs.createDirectory("/d")
+        let file = try fs.openFile("/d/new", create: true)
+        try file.write([9], at: 0)
+        try file.sync()  // contents synced, but not the directory entry
+        var random = SeededRandom(seed: 32)
+        fs.simulateCrash(mode: .dropAll, using: &random)
+        #expect(!fs.fileExists("/d/new"))
+    }
+
+    @Test func tornWritesKeepWholeSectorsOnly() throws {
+        var sawPartial = false
+        for seed in 0..<40 {
+            let fs = MemoryFileSystem()
+            try fs.createDirectory("/d")
+            let file = try fs.openFile("/d/f", create: true)
+            try fs.syncDirectory("/d")
+            try file.write([UInt8](repeating: 7, count: 4096), at: 0)
+            var random = SeededRandom(seed: UInt64(seed))
+            fs.simulateCrash(mode: .tear, using: &random)
+            let bytes = fs.contents(of: "/d/f") ?? []
+            // Every 512-byte sector is either all written or all absent (zero / beyond the end).
+            for sector in stride(from: 0, to: bytes.count, by: 512) {
+                let slice = bytes[sector..<min(bytes.count, sector + 512)]
+                #expect(slice.allSatisfy { $0 == 7 } || slice.allSatisfy { $0 == 0 })
+            }
+            let written = bytes.filter { $0 == 7 }.count
+            if written > 0 && written < 4096 { sawPartial = true }
+        }
+        #expect(sawPartial)
+    }
+
+    @Test func injectedFaultsFailTheOperationAndApplyNothing() throws {
+        let fs = MemoryFileSystem()
+        try fs.createDirectory("/d")
+        let file = try fs.openFile("/d/f", create: true)
+        fs.setFaultInjector { $0.kind == .write ? .fail(.noSpace) : nil }
+        do {
+            try file.write([1], at: 0)
+            Issue.record("the injected failure did not happen")
+        } catch let error as IOError {
+            #expect(error.kind == .noSpace && error.operation == "pwrite")
+        }
+        #expect(try file.size() == 0)
+        fs.setFaultInjector { $0.kind == .sync ? .crash : nil }
+        #expect(throws: IOError.self) { try file.sync() }
+        #expect(fs.isCrashed)
+        #expect(throws: IOError.self) { _ = try fs.openFile("/d/g", create: true) }
+    }
+}
