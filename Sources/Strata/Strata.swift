@@ -1,1 +1,0 @@
-// The public API of Strata lives in this module.

@@ -1,0 +1,75 @@
+import StrataIO
+import StrataPageLog
+
+/// An error reported by Strata. Every case carries what a person needs to act on it.
+/// Corrupt bytes are never a trap: they are `corruption`, naming the file, the byte offset
+/// and what is wrong, and nothing is skipped, repaired or wiped.
+public enum StrataError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// A system call failed (`operation` such as `"pwrite"` or `"fdatasync"`, with `errno`).
+    /// After a failed write or sync the store instance refuses further writes (`poisoned`);
+    /// reopening the store recovers the last durable state.
+    case io(operation: String, path: String, offset: UInt64?, errno: Int32, reason: String)
+    /// Bytes that should hold committed data are damaged.
+    case corruption(file: String, offset: UInt64, reason: String)
+    /// An earlier write or sync failed, so this instance no longer writes. Reopen the store.
+    case poisoned(cause: String)
+    /// Another process or store instance has the store open for writing.
+    case locked(path: String)
+    /// The store was written in a newer file format than this version of Strata reads.
+    case unsupportedFormatVersion(file: String, found: Int, supported: Int)
+    /// A page is larger than the store accepts.
+    case pageTooLarge(bytes: Int, maximum: Int)
+    /// A page id that was never allocated.
+    case invalidPageID(UInt64)
+    /// The store was closed.
+    case closed
+
+    /// Whether the device or quota was full (`ENOSPC` / `EDQUOT`).
+    public var isOutOfSpace: Bool {
+        if case .io(_, _, _, let code, _) = self { return code == 28 || code == 122 || reasonIsNoSpace }
+        return false
+    }
+
+    private var reasonIsNoSpace: Bool {
+        if case .io(_, _, _, _, let reason) = self { return reason.hasSuffix("no space left on device") }
+        return false
+    }
+
+    public var description: String {
+        switch self {
+        case .io(_, _, _, _, let reason): "I/O error: \(reason)"
+        case .corruption(let file, let offset, let reason): "corruption in \(file) at offset \(offset): \(reason)"
+        case .poisoned(let cause):
+            "the store refuses writes after an earlier I/O failure (\(cause)); reopen it to recover the last durable state"
+        case .locked(let path): "the store at \(path) is open for writing by another process or instance"
+        case .unsupportedFormatVersion(let file, let found, let supported):
+            "\(file) has format version \(found); this version of Strata reads versions up to \(supported)"
+        case .pageTooLarge(let bytes, let maximum): "a page of \(bytes) bytes exceeds the maximum of \(maximum)"
+        case .invalidPageID(let id): "page id \(id) was never allocated"
+        case .closed: "the store is closed"
+        }
+    }
+
+    init(_ error: PageLogError) {
+        switch error {
+        case .io(let io): self = .io(operation: io.operation, path: io.path, offset: io.offset, errno: io.code, reason: io.description)
+        case .corruption(let file, let offset, let reason): self = .corruption(file: file, offset: offset, reason: reason)
+        case .poisoned(let cause): self = .poisoned(cause: cause)
+        case .locked(let path): self = .locked(path: path)
+        case .unsupportedFormatVersion(let file, let found, let supported):
+            self = .unsupportedFormatVersion(file: file, found: Int(found), supported: Int(supported))
+        case .pageTooLarge(let bytes, let maximum): self = .pageTooLarge(bytes: bytes, maximum: maximum)
+        case .invalidPageID(let id): self = .invalidPageID(id)
+        case .closed: self = .closed
+        }
+    }
+}
+
+/// Runs `body`, turning the page log's errors into `StrataError`.
+func translatingErrors<T>(_ body: () throws -> T) throws -> T {
+    do {
+        return try body()
+    } catch let error as PageLogError {
+        throw StrataError(error)
+    }
+}
