@@ -30,7 +30,8 @@ let package = Package(
         .target(name: "StrataTestSupport", path: "Tests/StrataTestSupport"),
         .testTarget(name: "StrataFormatTests", dependencies: ["StrataFormat", "StrataTestSupport"]),
         .testTarget(name: "StrataIOTests", dependencies: ["StrataIO", "StrataTestSupport"]),
-        .testTarget(name: "StrataPageLogTests", dependencies: ["StrataPageLog", "StrataFormat", "StrataIO", "StrataTestSupport"]),
+        .testTarget(name: "StrataPageLogTests", dependencies: ["StrataPageLog", "StrataFormat", "StrataIO", "StrataTestSupport"],
+                    exclude: ["Fixtures"]),  // golden stores, read from the source tree
         .testTarget(name: "StrataTests", dependencies: ["Strata", "StrataTestSupport"]),
     ],
     swiftLanguageModes: [.v6]

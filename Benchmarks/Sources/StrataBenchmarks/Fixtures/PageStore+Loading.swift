@@ -19,7 +19,7 @@ extension PageStore {
             let batch = min(pagesPerTransaction, count - ids.count)
             let written = try write(durability: durability) { transaction in
                 try (0..<batch).map { _ in
-                    let id = transaction.allocatePageID()
+                    let id = try transaction.allocatePageID()
                     try transaction.write(pageID: id, bytes: pageSet.page(at: id))
                     return id
                 }
