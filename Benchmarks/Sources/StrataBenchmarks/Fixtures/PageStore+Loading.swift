@@ -40,4 +40,21 @@ extension PageStore {
         try store.close()
         return ids
     }
+
+    /// Creates a store at `path` whose files take at least `storeBytes` on disk (pages
+    /// compress, so that takes more bytes of pages), written in relaxed transactions, then
+    /// checkpointed and closed. Returns the pages' ids.
+    static func createFilled(
+        at path: String, storeBytes: UInt64, from pageSet: RecordPageSet, options: Options = Options()
+    ) throws -> [UInt64] {
+        let store = try PageStore.open(at: path, options: options)
+        var ids: [UInt64] = []
+        while FolderSize.bytes(at: path) < storeBytes {
+            // 64 MiB of pages between looks at the folder.
+            ids += try store.appendPages(count: 4096, from: pageSet, durability: .relaxed)
+        }
+        try store.checkpoint()
+        try store.close()
+        return ids
+    }
 }

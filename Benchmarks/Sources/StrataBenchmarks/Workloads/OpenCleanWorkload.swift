@@ -1,8 +1,8 @@
 @_spi(Engine) import Strata
 import Foundation
 
-/// open-clean: the time `PageStore.open` takes on a cleanly closed store of 1 GiB (4 GiB
-/// with `--full`) of pages — what an app pays at launch. The store is built first (not
+/// open-clean: the time `PageStore.open` takes on a cleanly closed store whose files take
+/// 1 GiB (4 GiB with `--full`) — what an app pays at launch. The store is built first (not
 /// timed), then opened 5 times (11 with `--full`), closing in between (not timed); the
 /// median counts. The files are in the page cache, as they are for an app relaunched soon
 /// after. No baseline.
@@ -14,13 +14,13 @@ enum OpenCleanWorkload {
     )
 
     static func run(_ context: WorkloadContext) throws -> WorkloadResult {
-        let totalBytes = context.scale.pick(quick: ByteCount.gibibyte, full: 4 * ByteCount.gibibyte)
+        let targetBytes = UInt64(context.scale.pick(quick: ByteCount.gibibyte, full: 4 * ByteCount.gibibyte))
         let openCount = context.scale.pick(quick: 5, full: 11)
         let pageSet = RecordPageSet()
         let storePath = context.path("store")
 
-        context.progress("creating a store of \(ByteCount.text(totalBytes)) of pages (not timed)")
-        let ids = try PageStore.createFilled(at: storePath, pageCount: totalBytes / RecordPageSet.pageSize, from: pageSet)
+        context.progress("creating a store of \(ByteCount.text(targetBytes)) (not timed)")
+        let ids = try PageStore.createFilled(at: storePath, storeBytes: targetBytes, from: pageSet)
         let storeBytes = FolderSize.bytes(at: storePath)
 
         context.progress("opening it \(openCount) times")
@@ -44,7 +44,8 @@ enum OpenCleanWorkload {
             records: ids.count,
             strataSeconds: median,
             baseline: nil,
-            notes: "median of \(openCount) opens of \(ByteCount.text(storeBytes)) (warm cache);"
+            notes: "median of \(openCount) opens of \(ByteCount.text(storeBytes))"
+                + " (\(ByteCount.text(ids.count * RecordPageSet.pageSize)) of pages, warm cache);"
                 + " \(ByteCount.text(replayedBytes)) replayed",
             extra: [
                 ("store_bytes", .int(Int64(clamping: storeBytes))),
