@@ -101,11 +101,29 @@ package enum TableChunkCodec {
         guard bytes.count == entries * PageLocation.encodedSize else {
             throw FormatError("table chunk is \(bytes.count) bytes, expected \(entries * PageLocation.encodedSize)")
         }
+        // Hot at open (one call per 1,024 pages): direct loads instead of a ByteReader.
         return try bytes.withUnsafeBytes { raw in
-            var reader = ByteReader(raw)
-            var result: [PageLocation] = []
-            result.reserveCapacity(entries)
-            for _ in 0..<entries { result.append(try PageLocation.read(from: &reader)) }
+            var result = [PageLocation](repeating: .none, count: entries)
+            for index in 0..<entries {
+                let base = index * PageLocation.encodedSize
+                let segment = UInt32(littleEndian: raw.loadUnaligned(fromByteOffset: base, as: UInt32.self))
+                let offset = UInt32(littleEndian: raw.loadUnaligned(fromByteOffset: base + 4, as: UInt32.self))
+                let length = UInt32(littleEndian: raw.loadUnaligned(fromByteOffset: base + 8, as: UInt32.self))
+                let reserved = UInt32(littleEndian: raw.loadUnaligned(fromByteOffset: base + 12, as: UInt32.self))
+                let lsn = UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: base + 16, as: UInt64.self))
+                let location = PageLocation(segment: segment, offset: offset, length: length, lsn: lsn)
+                if segment == 0 {
+                    guard offset == 0, length == 0, reserved == 0, lsn == 0 else {
+                        throw FormatError("empty page table entry with non-zero fields", at: base)
+                    }
+                    continue
+                }
+                guard reserved == 0, length >= UInt32(FrameHeader.size), offset >= UInt32(SegmentHeader.size),
+                      offset % UInt32(FrameHeader.alignment) == 0, lsn > 0 else {
+                    throw FormatError("invalid page table entry (segment \(segment), offset \(offset), length \(length))", at: base)
+                }
+                result[index] = location
+            }
             return result
         }
     }

@@ -32,7 +32,12 @@ package struct PageLocation: Equatable, Hashable, Sendable {
         let start = reader.position
         let location = PageLocation(segment: try reader.read(UInt32.self, "segment"), offset: try reader.read(UInt32.self, "offset"),
                                     length: try reader.read(UInt32.self, "length"),
-                                    lsn: try { _ = try reader.read(UInt32.self, "reserved"); return try reader.read(UInt64.self, "lsn") }())
+                                    lsn: try { () throws -> UInt64 in
+                                        guard try reader.read(UInt32.self, "reserved") == 0 else {
+                                            throw FormatError("reserved page table entry field is not zero", at: start + 12)
+                                        }
+                                        return try reader.read(UInt64.self, "lsn")
+                                    }())
         if location.segment == 0 {
             guard location == .none else { throw FormatError("empty page table entry with non-zero fields", at: start) }
         } else {

@@ -68,6 +68,8 @@ struct Recovery {
     var table = PageTable()
     var chunkLocations: [PageLocation] = []
     var chunksNeedRewrite = false
+    /// Segments the checkpointed page table refers to.
+    var referencedSegments = Set<UInt64>()
     var usage: [UInt64: SegmentUsage] = [:]
     var lastLSN: UInt64
     var maxSeenLSN: UInt64
@@ -189,18 +191,25 @@ struct Recovery {
             do { entries = try TableChunkCodec.decode(chunkPayload, entries: entriesPerChunk) } catch let error as FormatError {
                 throw PageLogError.corrupt(file.path, UInt64(location.offset) + UInt64(FrameHeader.size), error)
             }
+            // Validate each distinct segment once per chunk (a chunk's pages share few segments).
+            var seenSegments: [UInt32] = []
             for (slot, entry) in entries.enumerated() where !entry.isNone {
-                let pageID = UInt64(index * entriesPerChunk + slot)
-                guard files[UInt64(entry.segment)] != nil else {
-                    throw PageLogError.corruption(file: file.path, offset: UInt64(location.offset),
-                                                  reason: "page \(pageID) is in segment \(entry.segment), which is missing")
+                if !seenSegments.contains(entry.segment) {
+                    guard files[UInt64(entry.segment)] != nil else {
+                        throw PageLogError.corruption(file: file.path, offset: UInt64(location.offset),
+                                                      reason: "page \(index * entriesPerChunk + slot) is in segment \(entry.segment), which is missing")
+                    }
+                    seenSegments.append(entry.segment)
+                    referencedSegments.insert(UInt64(entry.segment))
                 }
+                let pageID = UInt64(index * entriesPerChunk + slot)
                 guard pageID < nextPageID else {
                     throw PageLogError.corruption(file: file.path, offset: UInt64(location.offset),
                                                   reason: "page \(pageID) is at or above the next page id \(nextPageID)")
                 }
-                table[pageID] = entry
+                if chunksNeedRewrite { table[pageID] = entry }
             }
+            if !chunksNeedRewrite { table.setChunk(index, entries) }
         }
         chunkLocations = chunksNeedRewrite ? [] : root.chunks
         if chunksNeedRewrite { dirtyChunks = Set(0..<table.chunkCount) }
@@ -367,9 +376,20 @@ struct Recovery {
             throw PageLogError.io(error)
         }
         var free: [UInt64] = []
-        if nextPageID > PageLog.firstAllocatablePageID {
-            for id in (PageLog.firstAllocatablePageID..<nextPageID).reversed() where table[id].isNone { free.append(id) }
+        let chunkSize = UInt64(PageTable.chunkEntries)
+        for chunkIndex in 0..<Int((nextPageID + chunkSize - 1) / chunkSize) {
+            let base = UInt64(chunkIndex) * chunkSize
+            let upper = min(nextPageID, base + chunkSize)
+            let lower = max(PageLog.firstAllocatablePageID, base)
+            guard lower < upper else { continue }
+            if chunkIndex >= table.chunkCount || table.chunks[chunkIndex].isEmpty {
+                free.append(contentsOf: lower..<upper)
+            } else {
+                let chunk = table.chunks[chunkIndex]
+                for id in lower..<upper where chunk[Int(id - base)].isNone { free.append(id) }
+            }
         }
+        free.reverse()  // lowest ids are handed out first
         let writer = LogWriter(
             activeSegment: activeSegment, activeFile: activeFile, flushedOffset: activeOffset, table: table, lastLSN: lastLSN,
             nextLSN: max(lastLSN, maxSeenLSN) + 1, nextPageID: nextPageID, freePageIDs: free, usage: usage,
@@ -378,8 +398,7 @@ struct Recovery {
         writer.bytesSinceCheckpoint = report.replayedBytes
         // Segments before the checkpoint's that nothing refers to were emptied by a compaction
         // whose deletion did not happen; retire them again.
-        var referenced = Set<UInt64>()
-        table.forEach { _, location in referenced.insert(UInt64(location.segment)) }
+        var referenced = referencedSegments  // replay only writes to segments at or after the checkpoint's
         for chunk in chunkLocations where !chunk.isNone { referenced.insert(UInt64(chunk.segment)) }
         for id in files.keys.sorted() where id < superblock.root.segment && !referenced.contains(id) {
             writer.retired.append(RetiredSegment(segment: id, epoch: superblock.epoch + 1, lsn: 0))
