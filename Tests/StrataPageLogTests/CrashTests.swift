@@ -21,8 +21,10 @@ import Glibc
         // A clean run counts the sync points.
         let reference = MemoryFileSystem()
         var clean = CrashWorkload(seed: seed, transactions: Self.transactions)
+        clean.checksInvariants = true
         clean.run(on: reference)
         #expect(clean.error == nil)
+        #expect(clean.invariantProblems.isEmpty, "\(clean.invariantProblems.prefix(5))")
         #expect(clean.states.count > 150, "the workload should commit most of its transactions")
         let syncPoints = reference.counters.syncs
         var tested = 0
@@ -59,6 +61,8 @@ import Glibc
                     continue
                 }
                 outcomes[k - workload.lastDurable, default: 0] += 1
+                let problems = log.checkInvariants()
+                #expect(problems.isEmpty, "after recovery (\(context)): \(problems.prefix(3))")
                 // The recovered store takes new writes, and they survive a reopen.
                 let id = try log.write { txn in
                     let id = try txn.allocatePageID()

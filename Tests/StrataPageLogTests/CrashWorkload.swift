@@ -24,6 +24,10 @@ struct CrashWorkload {
     private(set) var error: Error?
     /// The log, still open, when the workload ended (nil if open failed or after an error in reopen).
     private(set) var log: PageLog?
+    /// Invariant violations seen after steps of a run without faults (see `checkInvariants`).
+    private(set) var invariantProblems: [String] = []
+    /// Check invariants after every step (for runs without injected faults).
+    var checksInvariants = false
 
     init(seed: UInt64, transactions: Int, options: PageLogOptions = smallOptions()) {
         self.seed = seed
@@ -38,6 +42,9 @@ struct CrashWorkload {
             self.log = log
             var current: [UInt64: [UInt8]] = [:]
             for step in 0..<transactions {
+                if checksInvariants {
+                    invariantProblems += log.checkInvariants().map { "step \(step): \($0)" }
+                }
                 if step % 23 == 22 {
                     try log.checkpoint()
                     lastDurable = states.count - 1
