@@ -6,8 +6,9 @@
 #define POLY 0x82F63B78u
 
 static uint32_t table[8][256];
-static int table_ready = 0;
 
+// Built once when the library is loaded, before any thread can checksum.
+__attribute__((constructor))
 static void build_tables(void) {
     for (uint32_t n = 0; n < 256; n++) {
         uint32_t c = n;
@@ -21,13 +22,13 @@ static void build_tables(void) {
             table[k][n] = c;
         }
     }
-    __atomic_store_n(&table_ready, 1, __ATOMIC_RELEASE);
 }
 
 uint32_t strata_crc32c_portable(uint32_t crc, const void *data, size_t length) {
-    if (!__atomic_load_n(&table_ready, __ATOMIC_ACQUIRE)) build_tables();
     const unsigned char *p = (const unsigned char *)data;
     uint32_t c = ~crc;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    // Slicing-by-8 reads 8 bytes as a little-endian word.
     while (length >= 8) {
         uint64_t w;
         memcpy(&w, p, 8);
@@ -39,6 +40,7 @@ uint32_t strata_crc32c_portable(uint32_t crc, const void *data, size_t length) {
         p += 8;
         length -= 8;
     }
+#endif
     while (length--) c = table[0][(c ^ *p++) & 0xff] ^ (c >> 8);
     return ~c;
 }

@@ -19,8 +19,10 @@ package struct CheckpointRoot: Equatable, Sendable {
     /// Entries per page table chunk written by this library.
     package static let defaultChunkEntries = 1024
     /// Upper bounds that keep a corrupt root from asking for huge allocations.
-    package static let maximumChunks = 1 << 24
-    package static let maximumSegments = 1 << 24
+    /// With 1,024 entries a chunk, this covers page ids below 2^31 (`PageLog.maximumPageID`),
+    /// and a root of this many chunks and segments stays under the 64 MiB frame limit.
+    package static let maximumChunks = 1 << 21
+    package static let maximumSegments = 1 << 20
 
     package var lsn: UInt64
     package var nextPageID: UInt64
@@ -78,7 +80,8 @@ package struct CheckpointRoot: Equatable, Sendable {
                 let statistics = SegmentStatistics(segmentID: try reader.read(UInt64.self, "segment id"),
                                                    totalBytes: try reader.read(UInt64.self, "total bytes"),
                                                    liveBytes: try reader.read(UInt64.self, "live bytes"))
-                guard statistics.liveBytes <= statistics.totalBytes, statistics.segmentID > 0 else {
+                guard statistics.liveBytes <= statistics.totalBytes, statistics.totalBytes <= UInt64(UInt32.max),
+                      statistics.segmentID > 0, statistics.segmentID <= UInt64(UInt32.max) else {
                     throw FormatError("invalid statistics for segment \(statistics.segmentID)", at: start)
                 }
                 segments.append(statistics)

@@ -94,7 +94,8 @@ package struct FrameHeader: Equatable, Sendable {
         guard magic == Self.magic else { throw FormatError("bad frame magic", at: 0) }
         let version = raw[4]
         guard version >= 1, UInt16(version) <= currentFormatVersion else {
-            throw FormatError("frame format version \(version) is not supported", at: 4)
+            throw FormatError("frame format version \(version) is not supported", at: 4,
+                              unsupportedVersion: version == 0 ? nil : UInt16(version))
         }
         guard let kind = FrameKind(rawValue: raw[5]) else { throw FormatError("unknown frame kind \(raw[5])", at: 5) }
         guard let codec = PayloadCodec(rawValue: raw[6]) else { throw FormatError("unknown payload codec \(raw[6])", at: 6) }

@@ -52,12 +52,16 @@ package struct SegmentHeader: Equatable, Sendable {
             }
             let length = try reader.read(UInt16.self, "header length")
             guard Int(length) == size else { throw FormatError("segment header length \(length), expected \(size)", at: 10) }
-            _ = try reader.read(UInt32.self, "flags")
+            guard try reader.read(UInt32.self, "flags") == 0 else { throw FormatError("segment flags are not zero", at: 12) }
             let id = StoreID(high: try reader.read(UInt64.self, "store id"), low: try reader.read(UInt64.self, "store id"))
             let segment = try reader.read(UInt64.self, "segment id")
             let previous = try reader.read(UInt64.self, "previous segment id")
             let previousEnd = try reader.read(UInt64.self, "previous segment end")
+            guard try reader.read(UInt32.self, "reserved") == 0 else { throw FormatError("reserved segment header field is not zero", at: 56) }
             guard segment > 0 else { throw FormatError("segment id 0", at: 32) }
+            guard previousEnd <= UInt64(UInt32.max), previous == 0 || previousEnd >= UInt64(size) else {
+                throw FormatError("previous segment end \(previousEnd) out of range", at: 48)
+            }
             guard previous < segment else { throw FormatError("previous segment \(previous) is not before segment \(segment)", at: 40) }
             var header = SegmentHeader(storeID: id, segmentID: segment, previousSegmentID: previous, previousSegmentEnd: previousEnd)
             header.formatVersion = version

@@ -68,7 +68,7 @@ package struct Superblock: Equatable, Sendable {
             }
             let size = try reader.read(UInt16.self, "slot size")
             guard Int(size) == encodedSize else { throw FormatError("superblock slot size \(size), expected \(encodedSize)", at: 10) }
-            _ = try reader.read(UInt32.self, "flags")
+            guard try reader.read(UInt32.self, "flags") == 0 else { throw FormatError("superblock flags are not zero", at: 12) }
             let id = StoreID(high: try reader.read(UInt64.self, "store id"), low: try reader.read(UInt64.self, "store id"))
             let epoch = try reader.read(UInt64.self, "epoch")
             let lsn = try reader.read(UInt64.self, "checkpoint LSN")
@@ -76,8 +76,13 @@ package struct Superblock: Equatable, Sendable {
             let offset = try reader.read(UInt64.self, "root offset")
             let length = try reader.read(UInt32.self, "root length")
             guard epoch > 0 else { throw FormatError("superblock epoch 0", at: 32) }
-            guard segment > 0, length >= UInt32(FrameHeader.size) else {
-                throw FormatError("superblock names no valid checkpoint root", at: 48)
+            guard segment > 0, segment <= UInt64(UInt32.max), offset >= UInt64(SegmentHeader.size), offset <= UInt64(UInt32.max),
+                  offset % UInt64(FrameHeader.alignment) == 0, length >= UInt32(FrameHeader.size) else {
+                throw FormatError("superblock names no valid checkpoint root (segment \(segment), offset \(offset), length \(length))", at: 48)
+            }
+            while reader.remaining > 4 {
+                let at = reader.position
+                guard try reader.read(UInt8.self, "reserved") == 0 else { throw FormatError("reserved superblock byte is not zero", at: at) }
             }
             var block = Superblock(storeID: id, epoch: epoch, checkpointLSN: lsn,
                                    root: FrameAddress(segment: segment, offset: offset, length: length))

@@ -91,6 +91,9 @@ final class POSIXFile: StorageFile, @unchecked Sendable {
     deinit { if fd >= 0 { Glibc.close(fd) } }
 
     func read(into buffer: UnsafeMutableRawBufferPointer, at offset: UInt64) throws -> Int {
+        guard offset <= UInt64(Int64.max) - UInt64(buffer.count) else {
+            throw IOError(.other(EINVAL), operation: "pread", path: path, offset: offset, code: EINVAL)
+        }
         var done = 0
         while done < buffer.count {
             let n = pread(fd, buffer.baseAddress! + done, buffer.count - done, off_t(offset) + off_t(done))  // pread(2)
@@ -105,6 +108,9 @@ final class POSIXFile: StorageFile, @unchecked Sendable {
     }
 
     func write(_ bytes: UnsafeRawBufferPointer, at offset: UInt64) throws {
+        guard offset <= UInt64(Int64.max) - UInt64(bytes.count) else {
+            throw IOError(.other(EINVAL), operation: "pwrite", path: path, offset: offset, code: EINVAL)
+        }
         var done = 0
         while done < bytes.count {
             let n = pwrite(fd, bytes.baseAddress! + done, bytes.count - done, off_t(offset) + off_t(done))  // pwrite(2)

@@ -56,6 +56,10 @@ struct FrameScanner {
         do {
             header = try headerBytes.withUnsafeBytes { try FrameHeader.decode($0) }
         } catch let error as FormatError {
+            if let version = error.unsupportedVersion {
+                // A newer library appended here: never cut its frames off as a torn tail.
+                throw PageLogError.unsupportedFormatVersion(file: file.path, found: version, supported: currentFormatVersion)
+            }
             return .end(offset: offset, reason: error.reason)
         }
         let length = UInt64(header.frameLength)
@@ -82,7 +86,7 @@ struct FrameScanner {
             let magic = try bytes(at: candidate, count: 4)
             guard magic == [0x53, 0x46, 0x52, 0x4D] else { continue }
             offset = candidate
-            guard case .frame(let header, let stored, _) = try next(), header.kind == .commit, header.codec == .none,
+            guard case .frame(let header, let stored, _)? = try? next(), header.kind == .commit, header.codec == .none,
                   let record = try? CommitRecord.decode(stored) else { continue }
             if LogPosition(segment: record.durableSegment, offset: record.durableOffset) > position {
                 return candidate

@@ -22,7 +22,12 @@ extension PageLog {
             let start = slot * Superblock.slotStride
             let slice = start < bytes.count ? Array(bytes[start..<min(bytes.count, start + Superblock.encodedSize)]) : []
             do {
-                candidates.append(try Superblock.decode(slice))
+                let block = try Superblock.decode(slice)
+                guard block.slot == slot else {
+                    problems.append("slot \(slot) at offset \(start): epoch \(block.epoch) belongs in slot \(block.slot)")
+                    continue
+                }
+                candidates.append(block)
             } catch let error as FormatError {
                 if let version = error.unsupportedVersion {
                     throw PageLogError.unsupportedFormatVersion(file: superblockPath, found: version, supported: currentFormatVersion)
@@ -216,8 +221,12 @@ struct Recovery {
         for statistics in root.segments where files[statistics.segmentID] != nil {
             usage[statistics.segmentID] = SegmentUsage(totalBytes: statistics.totalBytes, liveBytes: statistics.liveBytes)
         }
-        usage[address.segment, default: SegmentUsage(totalBytes: 0, liveBytes: 0)].totalBytes += UInt64(address.length)
-        usage[address.segment, default: SegmentUsage(totalBytes: 0, liveBytes: 0)].liveBytes += UInt64(address.length)
+        // The root's own frame is not in the statistics it carries (and its segment may be
+        // newer than them, when appending the root started a segment).
+        var rootUsage = usage[address.segment] ?? SegmentUsage(totalBytes: UInt64(SegmentHeader.size), liveBytes: 0)
+        rootUsage.totalBytes += UInt64(address.length)
+        rootUsage.liveBytes += UInt64(address.length)
+        usage[address.segment] = rootUsage
     }
 
     // MARK: Replay
@@ -257,6 +266,9 @@ struct Recovery {
                             pending.removeAll()  // an abandoned transaction: its frames are dead
                             pendingLSN = header.lsn
                         }
+                        if header.kind == .free && header.rawLength != 0 {
+                            throw PageLogError.corruption(file: file.path, offset: offset, reason: "free frame with a \(header.rawLength)-byte payload")
+                        }
                         let location = header.kind == .page
                             ? PageLocation(segment: UInt32(segment), offset: UInt32(offset), length: UInt32(length), lsn: header.lsn)
                             : PageLocation.none
@@ -269,6 +281,10 @@ struct Recovery {
                             break scan
                         }
                         if header.lsn != pendingLSN { pending.removeAll() }
+                        guard header.codec == .none, header.pageID == 0, header.entityID == 0, header.schemaVersion == 0 else {
+                            throw PageLogError.corruption(file: file.path, offset: offset,
+                                                          reason: "commit frame with a codec, page id, entity or schema version set")
+                        }
                         let record: CommitRecord
                         do { record = try CommitRecord.decode(stored) } catch let error as FormatError {
                             throw PageLogError.corrupt(file.path, offset + UInt64(FrameHeader.size), error)
@@ -302,7 +318,11 @@ struct Recovery {
                         pending.removeAll()
                         pendingLSN = nil
                     case .tableChunk, .checkpoint:
-                        break  // written by a checkpoint whose superblock is not the one in charge; changes nothing
+                        // Written by a checkpoint whose superblock slot is not in charge; changes
+                        // nothing. Checkpoints run between transactions, so frames pending here
+                        // belong to an abandoned transaction (whose LSN a later one may reuse).
+                        pending.removeAll()
+                        pendingLSN = nil
                     }
                     usage[segment]?.totalBytes += length
                     report.replayedBytes += length

@@ -14,8 +14,9 @@ package final class PageLog: Sendable {
     /// Page ids below this are fixed: never allocated, always writable (layers above keep
     /// their roots there).
     package static let firstAllocatablePageID: UInt64 = 16
-    /// Page ids stay below this (2^34 pages of 16 KiB is 256 TiB); larger ids on disk are corruption.
-    package static let maximumPageID: UInt64 = 1 << 34
+    /// Page ids stay below this (2^31 pages of 16 KiB is 32 TiB), so a checkpoint root always
+    /// fits in one frame; larger ids on disk are corruption.
+    package static let maximumPageID: UInt64 = 1 << 31
 
     let fileSystem: any FileSystem
     let directory: String

@@ -13,7 +13,9 @@ enum StoreFileNames {
 
     /// The id of a segment file name, or nil when the name is not one.
     static func segmentID(_ name: String) -> UInt64? {
-        guard name.hasSuffix(segmentSuffix), name.count == 16 + segmentSuffix.count else { return nil }
+        guard name.hasSuffix(segmentSuffix), name.utf8.count == 16 + segmentSuffix.utf8.count,
+              name.utf8.prefix(16).allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains($0) })
+        else { return nil }
         return UInt64(name.prefix(16), radix: 16)
     }
 }
