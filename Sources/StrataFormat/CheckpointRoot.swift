@@ -19,10 +19,11 @@ package struct CheckpointRoot: Equatable, Sendable {
     /// Entries per page table chunk written by this library.
     package static let defaultChunkEntries = 1024
     /// Upper bounds that keep a corrupt root from asking for huge allocations.
-    /// With 1,024 entries a chunk, this covers page ids below 2^31 (`PageLog.maximumPageID`),
-    /// and a root of this many chunks and segments stays under the 64 MiB frame limit.
+    /// With 1,024 entries a chunk, 2^21 chunks cover page ids below 2^31 (`PageLog.maximumPageID`);
+    /// 2^19 segments of 64 MiB cover 32 TiB. A root at both limits is 32 + 24 × (2^21 + 2^19)
+    /// = 62.9 MB, within the 64 MiB frame limit.
     package static let maximumChunks = 1 << 21
-    package static let maximumSegments = 1 << 20
+    package static let maximumSegments = 1 << 19
 
     package var lsn: UInt64
     package var nextPageID: UInt64
