@@ -24,6 +24,8 @@ let package = Package(
         .target(name: "StrataFormat", dependencies: ["CLZ4", "CStrataChecksum"]),
         // Page log: segments, page table, transactions, snapshots, checkpoints, recovery, compaction.
         .target(name: "StrataPageLog", dependencies: ["StrataIO", "StrataFormat"]),
+        // Records: record trees (B+trees of records keyed by id) on the page log.
+        .target(name: "StrataRecords", dependencies: ["StrataPageLog", "StrataFormat"]),
         // The public face.
         .target(name: "Strata", dependencies: ["StrataPageLog", "StrataFormat", "StrataIO"]),
         // Shared test support: seeded random generator, model helpers.
@@ -32,6 +34,7 @@ let package = Package(
         .testTarget(name: "StrataIOTests", dependencies: ["StrataIO", "StrataTestSupport"]),
         .testTarget(name: "StrataPageLogTests", dependencies: ["StrataPageLog", "StrataFormat", "StrataIO", "StrataTestSupport"],
                     exclude: ["Fixtures"]),  // golden stores, read from the source tree
+        .testTarget(name: "StrataRecordsTests", dependencies: ["StrataRecords", "StrataPageLog", "StrataIO", "StrataTestSupport"]),
         .testTarget(name: "StrataTests", dependencies: ["Strata", "StrataTestSupport"]),
     ],
     swiftLanguageModes: [.v6]

@@ -1,0 +1,173 @@
+import StrataFormat
+
+/// A leaf of a record tree: records sorted by id, packed (Docs/FileFormat.md, "Record trees").
+///
+/// Encoded form (the page payload, before the page log compresses it):
+/// `kind:u8 = 1, version:u8 = 1, count:u16, reserved:u32`, then `count` entries
+/// `(id:u64, end:u32)` — record i's bytes are `data[end(i-1) ..< end(i)]` with bit 31 of
+/// `end` set when the bytes are an overflow reference instead of the record — then the data.
+struct LeafNode: Equatable {
+    static let headerSize = 8
+    static let entrySize = 12
+    static let overflowFlag: UInt32 = 1 << 31
+
+    var ids: [UInt64] = []
+    /// End offset of each record in `data`, with `overflowFlag` marking overflow references.
+    var ends: [UInt32] = []
+    var data: [UInt8] = []
+
+    var count: Int { ids.count }
+    var encodedSize: Int { Self.headerSize + ids.count * Self.entrySize + data.count }
+
+    func start(_ index: Int) -> Int { index == 0 ? 0 : Int(ends[index - 1] & ~Self.overflowFlag) }
+    func end(_ index: Int) -> Int { Int(ends[index] & ~Self.overflowFlag) }
+    func isOverflow(_ index: Int) -> Bool { ends[index] & Self.overflowFlag != 0 }
+    func bytes(_ index: Int) -> ArraySlice<UInt8> { data[start(index)..<end(index)] }
+
+    /// The index of `id`, or where it would be inserted.
+    func search(_ id: UInt64) -> (found: Bool, index: Int) {
+        var low = 0, high = ids.count
+        while low < high {
+            let middle = (low + high) / 2
+            if ids[middle] < id { low = middle + 1 } else { high = middle }
+        }
+        return (low < ids.count && ids[low] == id, low)
+    }
+
+    mutating func insert(_ id: UInt64, bytes: some Collection<UInt8>, overflow: Bool, at index: Int) {
+        let position = start(index)
+        let length = bytes.count
+        data.insert(contentsOf: bytes, at: position)
+        for later in index..<ends.count { ends[later] += UInt32(length) }
+        ids.insert(id, at: index)
+        ends.insert(UInt32(position + length) | (overflow ? Self.overflowFlag : 0), at: index)
+    }
+
+    mutating func append(_ id: UInt64, bytes: UnsafeRawBufferPointer, overflow: Bool) {
+        data.append(contentsOf: bytes)
+        ids.append(id)
+        ends.append(UInt32(data.count) | (overflow ? Self.overflowFlag : 0))
+    }
+
+    mutating func remove(at index: Int) {
+        let range = start(index)..<end(index)
+        data.removeSubrange(range)
+        for later in (index + 1)..<ends.count { ends[later] -= UInt32(range.count) }
+        ids.remove(at: index)
+        ends.remove(at: index)
+    }
+
+    /// Moves the upper half (by bytes) into a new leaf and returns it.
+    mutating func splitOff() -> LeafNode {
+        var splitAt = 1
+        let half = data.count / 2
+        while splitAt < ids.count - 1 && end(splitAt - 1) < half { splitAt += 1 }
+        var right = LeafNode()
+        let base = start(splitAt)
+        right.ids = Array(ids[splitAt...])
+        right.ends = ends[splitAt...].map { (($0 & ~Self.overflowFlag) - UInt32(base)) | ($0 & Self.overflowFlag) }
+        right.data = Array(data[base...])
+        ids.removeSubrange(splitAt...)
+        ends.removeSubrange(splitAt...)
+        data.removeSubrange(base...)
+        return right
+    }
+
+    func encoded() -> [UInt8] {
+        var writer = ByteWriter(capacity: encodedSize)
+        writer.append(NodeKind.leaf.rawValue)
+        writer.append(UInt8(1))
+        writer.append(UInt16(ids.count))
+        writer.append(UInt32(0))
+        for index in ids.indices {
+            writer.append(ids[index])
+            writer.append(ends[index])
+        }
+        writer.append(bytes: data)
+        return writer.bytes
+    }
+
+    static func decode(_ bytes: [UInt8]) throws -> LeafNode {
+        try bytes.withUnsafeBytes { raw in
+            let count = try LeafView.validate(raw)
+            var node = LeafNode()
+            node.ids.reserveCapacity(count)
+            node.ends.reserveCapacity(count)
+            for index in 0..<count {
+                let base = headerSize + index * entrySize
+                node.ids.append(UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: base, as: UInt64.self)))
+                node.ends.append(UInt32(littleEndian: raw.loadUnaligned(fromByteOffset: base + 8, as: UInt32.self)))
+            }
+            node.data = Array(raw[(headerSize + count * entrySize)...])
+            return node
+        }
+    }
+}
+
+/// Read-only access to an encoded leaf without decoding it (the read path).
+struct LeafView {
+    let raw: UnsafeRawBufferPointer
+    let count: Int
+
+    /// Checks the header and that ids ascend and ends are in bounds; returns the count.
+    static func validate(_ raw: UnsafeRawBufferPointer) throws -> Int {
+        guard raw.count >= LeafNode.headerSize, raw[0] == NodeKind.leaf.rawValue else {
+            throw FormatError("not a record tree leaf", at: 0)
+        }
+        guard raw[1] == 1 else { throw FormatError("record tree leaf version \(raw[1]) is not supported", at: 1) }
+        let count = Int(UInt16(littleEndian: raw.loadUnaligned(fromByteOffset: 2, as: UInt16.self)))
+        let dataStart = LeafNode.headerSize + count * LeafNode.entrySize
+        guard dataStart <= raw.count else { throw FormatError("leaf of \(count) records is cut short", at: 2) }
+        let dataCount = raw.count - dataStart
+        var previousID: UInt64 = 0
+        var previousEnd = 0
+        for index in 0..<count {
+            let base = LeafNode.headerSize + index * LeafNode.entrySize
+            let id = UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: base, as: UInt64.self))
+            let end = Int(UInt32(littleEndian: raw.loadUnaligned(fromByteOffset: base + 8, as: UInt32.self)) & ~LeafNode.overflowFlag)
+            guard index == 0 || id > previousID else { throw FormatError("leaf ids do not ascend", at: base) }
+            guard end >= previousEnd, end <= dataCount else { throw FormatError("leaf record end \(end) out of bounds", at: base + 8) }
+            previousID = id
+            previousEnd = end
+        }
+        guard previousEnd == dataCount else { throw FormatError("leaf has \(dataCount - previousEnd) bytes after its last record", at: dataStart) }
+        return count
+    }
+
+    init(validated raw: UnsafeRawBufferPointer, count: Int) {
+        self.raw = raw
+        self.count = count
+    }
+
+    func id(_ index: Int) -> UInt64 {
+        UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: LeafNode.headerSize + index * LeafNode.entrySize, as: UInt64.self))
+    }
+
+    private func rawEnd(_ index: Int) -> UInt32 {
+        UInt32(littleEndian: raw.loadUnaligned(fromByteOffset: LeafNode.headerSize + index * LeafNode.entrySize + 8, as: UInt32.self))
+    }
+
+    func isOverflow(_ index: Int) -> Bool { rawEnd(index) & LeafNode.overflowFlag != 0 }
+
+    func bytes(_ index: Int) -> UnsafeRawBufferPointer {
+        let dataStart = LeafNode.headerSize + count * LeafNode.entrySize
+        let start = index == 0 ? 0 : Int(rawEnd(index - 1) & ~LeafNode.overflowFlag)
+        let end = Int(rawEnd(index) & ~LeafNode.overflowFlag)
+        return UnsafeRawBufferPointer(rebasing: raw[(dataStart + start)..<(dataStart + end)])
+    }
+
+    func search(_ id: UInt64) -> (found: Bool, index: Int) {
+        var low = 0, high = count
+        while low < high {
+            let middle = (low + high) / 2
+            if self.id(middle) < id { low = middle + 1 } else { high = middle }
+        }
+        return (low < count && self.id(low) == id, low)
+    }
+}
+
+/// The kind byte at the start of every record tree node.
+enum NodeKind: UInt8 {
+    case leaf = 1
+    case interior = 2
+}

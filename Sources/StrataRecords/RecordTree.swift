@@ -1,0 +1,76 @@
+import StrataFormat
+import StrataPageLog
+
+/// Where a record tree is kept: its root page (0 while the tree is empty) and its record count.
+package struct RecordTreeRoot: Equatable, Sendable {
+    package var rootPageID: UInt64
+    package var count: UInt64
+
+    package init(rootPageID: UInt64 = 0, count: UInt64 = 0) {
+        self.rootPageID = rootPageID
+        self.count = count
+    }
+
+    package static let empty = RecordTreeRoot()
+}
+
+/// Sizes of record tree nodes.
+package struct RecordTreeOptions: Sendable {
+    /// A node is split when its encoded size passes this (default 8 KiB).
+    package var maximumNodeSize = 8 << 10
+    /// Records larger than this are stored in overflow pages (default 2 KiB).
+    package var maximumInlineRecord = 2 << 10
+    /// Size of each overflow page (default 1 MiB).
+    package var overflowChunkSize = 1 << 20
+    /// Modified nodes are written to the log when they pass this many bytes (default 8 MiB),
+    /// so a transaction's memory does not grow with its size.
+    package var dirtyBudget = 8 << 20
+
+    package init() {}
+}
+
+/// Errors of record trees.
+package enum RecordTreeError: Error, Equatable, Sendable, CustomStringConvertible {
+    /// A record with this id already exists.
+    case duplicateID(UInt64)
+    /// A node page holds bytes that are not a valid node.
+    case corruptNode(pageID: UInt64, reason: String)
+    /// A page the tree refers to does not exist.
+    case missingPage(pageID: UInt64)
+
+    package var description: String {
+        switch self {
+        case .duplicateID(let id): "a record with id \(id) already exists"
+        case .corruptNode(let pageID, let reason): "record tree page \(pageID) is corrupt: \(reason)"
+        case .missingPage(let pageID): "record tree page \(pageID) is missing"
+        }
+    }
+}
+
+/// An overflow reference, stored inline instead of a record too large for a leaf:
+/// `total length:u64, chunk count:u32, chunk page ids:u64…`.
+struct OverflowReference: Equatable {
+    var length: UInt64
+    var chunks: [UInt64]
+
+    func encoded() -> [UInt8] {
+        var writer = ByteWriter(capacity: 12 + 8 * chunks.count)
+        writer.append(length)
+        writer.append(UInt32(chunks.count))
+        for chunk in chunks { writer.append(chunk) }
+        return writer.bytes
+    }
+
+    static func decode(_ raw: UnsafeRawBufferPointer) throws -> OverflowReference {
+        var reader = ByteReader(raw)
+        let length = try reader.read(UInt64.self, "overflow length")
+        let count = Int(try reader.read(UInt32.self, "overflow chunk count"))
+        guard reader.remaining == count * 8, length <= UInt64(count) * UInt64(FrameHeader.maximumRawLength) else {
+            throw FormatError("overflow reference of \(count) chunks for \(length) bytes has \(raw.count) bytes")
+        }
+        var chunks: [UInt64] = []
+        chunks.reserveCapacity(count)
+        for _ in 0..<count { chunks.append(try reader.read(UInt64.self, "chunk page id")) }
+        return OverflowReference(length: length, chunks: chunks)
+    }
+}

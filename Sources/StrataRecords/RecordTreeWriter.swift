@@ -1,0 +1,317 @@
+import StrataFormat
+import StrataPageLog
+
+/// Changes one record tree (a B+tree of records keyed by a 64-bit id, one tree per entity)
+/// inside a page log write transaction. Nodes are pages: leaves hold records sorted by id,
+/// interior nodes hold child page ids. Modified nodes stay in memory until `finish()` — or
+/// until they pass `dirtyBudget`, when they are written early, so memory stays bounded
+/// however large the transaction is. Every page written carries the tree's entity id and
+/// schema version in its header.
+///
+/// Deletes do not rebalance: an emptied leaf is removed from its parent, an emptied interior
+/// node likewise, and a root with one child is replaced by it.
+///
+/// Not thread-safe; use inside one `PageLog.write` body.
+package final class RecordTreeWriter {
+    private final class Leaf { var node: LeafNode; init(_ node: LeafNode) { self.node = node } }
+    private final class Interior { var node: InteriorNode; init(_ node: InteriorNode) { self.node = node } }
+    private enum Node { case leaf(Leaf), interior(Interior) }
+
+    let transaction: WriteTransaction
+    let entityID: UInt32
+    let schemaVersion: UInt32
+    let options: RecordTreeOptions
+    private(set) var root: RecordTreeRoot
+    private var dirty: [UInt64: Node] = [:]
+    private var clean: [UInt64: Node] = [:]
+    private var dirtyBytes = 0
+    private var cleanBytes = 0
+
+    package init(transaction: WriteTransaction, root: RecordTreeRoot, entityID: UInt32, schemaVersion: UInt32,
+                 options: RecordTreeOptions = RecordTreeOptions()) {
+        self.transaction = transaction
+        self.root = root
+        self.entityID = entityID
+        self.schemaVersion = schemaVersion
+        self.options = options
+    }
+
+    // MARK: Public operations
+
+    /// The record with this id, or nil.
+    package func get(_ id: UInt64) throws -> [UInt8]? {
+        guard root.rootPageID != 0 else { return nil }
+        let (_, leafID) = try descend(to: id)
+        let leaf = try loadLeaf(leafID)
+        let (found, index) = leaf.node.search(id)
+        guard found else { return nil }
+        return try materialize(leaf.node, index)
+    }
+
+    /// Inserts a new record. Throws `RecordTreeError.duplicateID` when the id exists.
+    package func insert(_ id: UInt64, bytes: [UInt8]) throws {
+        try put(id, bytes: bytes, mustExist: false, mustNotExist: true)
+    }
+
+    /// Replaces an existing record; returns false (changing nothing) when there is none.
+    @discardableResult
+    package func update(_ id: UInt64, bytes: [UInt8]) throws -> Bool {
+        try put(id, bytes: bytes, mustExist: true, mustNotExist: false)
+    }
+
+    /// Inserts or replaces.
+    package func upsert(_ id: UInt64, bytes: [UInt8]) throws {
+        try put(id, bytes: bytes, mustExist: false, mustNotExist: false)
+    }
+
+    /// Removes a record; returns false when there was none.
+    @discardableResult
+    package func delete(_ id: UInt64) throws -> Bool {
+        guard root.rootPageID != 0 else { return false }
+        var (path, leafID) = try descend(to: id)
+        let leaf = try loadLeaf(leafID)
+        let (found, index) = leaf.node.search(id)
+        guard found else { return false }
+        if leaf.node.isOverflow(index) { try freeOverflow(leaf.node, index) }
+        leaf.node.remove(at: index)
+        root.count -= 1
+        if leaf.node.count > 0 {
+            markDirty(leafID, .leaf(leaf))
+            return true
+        }
+        // Remove the empty leaf, and every interior node it empties.
+        try discard(leafID)
+        var removed = leafID
+        while let (parentID, childIndex) = path.popLast() {
+            let parent = try loadInterior(parentID)
+            guard parent.node.children[childIndex] == removed else {
+                throw RecordTreeError.corruptNode(pageID: parentID, reason: "child \(childIndex) is not page \(removed)")
+            }
+            parent.node.children.remove(at: childIndex)
+            parent.node.firstIDs.remove(at: childIndex)
+            if parent.node.children.isEmpty {
+                try discard(parentID)
+                removed = parentID
+                continue
+            }
+            parent.node.firstIDs[0] = 0
+            markDirty(parentID, .interior(parent))
+            try collapseRoot()
+            return true
+        }
+        root.rootPageID = 0
+        return true
+    }
+
+    /// Writes every modified node and returns the tree's new root.
+    package func finish() throws -> RecordTreeRoot {
+        try writeDirtyNodes()
+        return root
+    }
+
+    // MARK: Insertion
+
+    private func put(_ id: UInt64, bytes: [UInt8], mustExist: Bool, mustNotExist: Bool) throws -> Bool {
+        let (stored, overflow) = try storedForm(bytes)
+        if root.rootPageID == 0 {
+            if mustExist { try freeStored(stored, overflow); return false }
+            let pageID = try transaction.allocatePageID()
+            var node = LeafNode()
+            stored.withUnsafeBytes { node.append(id, bytes: $0, overflow: overflow) }
+            markDirty(pageID, .leaf(Leaf(node)))
+            root = RecordTreeRoot(rootPageID: pageID, count: 1)
+            return true
+        }
+        let (path, leafID) = try descend(to: id)
+        let leaf = try loadLeaf(leafID)
+        let (found, index) = leaf.node.search(id)
+        if found {
+            if mustNotExist { try freeStored(stored, overflow); throw RecordTreeError.duplicateID(id) }
+            if leaf.node.isOverflow(index) { try freeOverflow(leaf.node, index) }
+            leaf.node.remove(at: index)
+        } else {
+            if mustExist { try freeStored(stored, overflow); return false }
+            root.count += 1
+        }
+        if index == leaf.node.count {
+            stored.withUnsafeBytes { leaf.node.append(id, bytes: $0, overflow: overflow) }
+        } else {
+            leaf.node.insert(id, bytes: stored, overflow: overflow, at: index)
+        }
+        markDirty(leafID, .leaf(leaf))
+        if leaf.node.encodedSize > options.maximumNodeSize && leaf.node.count > 1 {
+            let right = leaf.node.splitOff()
+            let rightID = try transaction.allocatePageID()
+            markDirty(rightID, .leaf(Leaf(right)))
+            try insertSeparator(right.ids[0], right: rightID, left: leafID, path: path)
+        }
+        if dirtyBytes > options.dirtyBudget { try writeDirtyNodes() }
+        return true
+    }
+
+    /// Records larger than `maximumInlineRecord` go to overflow pages; the leaf keeps a reference.
+    private func storedForm(_ bytes: [UInt8]) throws -> (bytes: [UInt8], overflow: Bool) {
+        guard bytes.count > options.maximumInlineRecord else { return (bytes, false) }
+        var chunks: [UInt64] = []
+        var start = 0
+        while start < bytes.count {
+            let end = min(bytes.count, start + options.overflowChunkSize)
+            let pageID = try transaction.allocatePageID()
+            try bytes[start..<end].withUnsafeBytes {
+                try transaction.write(pageID, entityID: entityID, schemaVersion: schemaVersion, bytes: $0)
+            }
+            chunks.append(pageID)
+            start = end
+        }
+        return (OverflowReference(length: UInt64(bytes.count), chunks: chunks).encoded(), true)
+    }
+
+    private func freeStored(_ stored: [UInt8], _ overflow: Bool) throws {
+        guard overflow else { return }
+        let reference = try stored.withUnsafeBytes { try OverflowReference.decode($0) }
+        for chunk in reference.chunks { try transaction.free(chunk) }
+    }
+
+    private func freeOverflow(_ leaf: LeafNode, _ index: Int) throws {
+        try freeStored(Array(leaf.bytes(index)), true)
+    }
+
+    private func insertSeparator(_ separator: UInt64, right: UInt64, left: UInt64, path: [(UInt64, Int)]) throws {
+        var separator = separator, right = right, left = left
+        var path = path
+        while true {
+            guard let (parentID, childIndex) = path.popLast() else {
+                // The root split: a new root above the two halves.
+                let rootID = try transaction.allocatePageID()
+                markDirty(rootID, .interior(Interior(InteriorNode(firstIDs: [0, separator], children: [left, right]))))
+                root.rootPageID = rootID
+                return
+            }
+            let parent = try loadInterior(parentID)
+            parent.node.firstIDs.insert(separator, at: childIndex + 1)
+            parent.node.children.insert(right, at: childIndex + 1)
+            markDirty(parentID, .interior(parent))
+            guard parent.node.encodedSize > options.maximumNodeSize, parent.node.count > 3 else { return }
+            var upper = parent.node.splitOff()
+            separator = upper.firstIDs[0]
+            upper.firstIDs[0] = 0
+            right = try transaction.allocatePageID()
+            markDirty(right, .interior(Interior(upper)))
+            left = parentID
+        }
+    }
+
+    private func collapseRoot() throws {
+        while root.rootPageID != 0, case .interior(let interior) = try load(root.rootPageID), interior.node.count == 1 {
+            let only = interior.node.children[0]
+            try discard(root.rootPageID)
+            root.rootPageID = only
+        }
+    }
+
+    // MARK: Nodes
+
+    /// The interior path to the leaf that holds (or would hold) `id`: (page id, child index) pairs.
+    private func descend(to id: UInt64) throws -> (path: [(UInt64, Int)], leaf: UInt64) {
+        var path: [(UInt64, Int)] = []
+        var pageID = root.rootPageID
+        while true {
+            switch try load(pageID) {
+            case .leaf:
+                return (path, pageID)
+            case .interior(let interior):
+                let index = interior.node.childIndex(for: id)
+                path.append((pageID, index))
+                pageID = interior.node.children[index]
+                guard path.count < 64 else { throw RecordTreeError.corruptNode(pageID: pageID, reason: "tree deeper than 64 levels") }
+            }
+        }
+    }
+
+    private func load(_ pageID: UInt64) throws -> Node {
+        if let node = dirty[pageID] ?? clean[pageID] { return node }
+        guard let page = try transaction.read(pageID) else { throw RecordTreeError.missingPage(pageID: pageID) }
+        let node: Node
+        do {
+            switch page.bytes.first.flatMap(NodeKind.init(rawValue:)) {
+            case .leaf: node = .leaf(Leaf(try LeafNode.decode(page.bytes)))
+            case .interior: node = .interior(Interior(try InteriorNode.decode(page.bytes)))
+            case nil: throw FormatError("unknown node kind")
+            }
+        } catch let error as FormatError {
+            throw RecordTreeError.corruptNode(pageID: pageID, reason: error.reason)
+        }
+        if cleanBytes > options.dirtyBudget {
+            clean.removeAll(keepingCapacity: true)
+            cleanBytes = 0
+        }
+        clean[pageID] = node
+        cleanBytes += page.bytes.count
+        return node
+    }
+
+    private func loadLeaf(_ pageID: UInt64) throws -> Leaf {
+        guard case .leaf(let leaf) = try load(pageID) else {
+            throw RecordTreeError.corruptNode(pageID: pageID, reason: "expected a leaf")
+        }
+        return leaf
+    }
+
+    private func loadInterior(_ pageID: UInt64) throws -> Interior {
+        guard case .interior(let interior) = try load(pageID) else {
+            throw RecordTreeError.corruptNode(pageID: pageID, reason: "expected an interior node")
+        }
+        return interior
+    }
+
+    private func markDirty(_ pageID: UInt64, _ node: Node) {
+        if dirty[pageID] == nil {
+            if clean.removeValue(forKey: pageID) != nil {}
+            dirty[pageID] = node
+            dirtyBytes += options.maximumNodeSize
+        }
+    }
+
+    private func discard(_ pageID: UInt64) throws {
+        dirty[pageID] = nil
+        clean[pageID] = nil
+        try transaction.free(pageID)
+    }
+
+    private func writeDirtyNodes() throws {
+        for (pageID, node) in dirty.sorted(by: { $0.key < $1.key }) {
+            let bytes: [UInt8]
+            switch node {
+            case .leaf(let leaf): bytes = leaf.node.encoded()
+            case .interior(let interior): bytes = interior.node.encoded()
+            }
+            try transaction.write(pageID, entityID: entityID, schemaVersion: schemaVersion, bytes: bytes)
+            clean[pageID] = node
+        }
+        dirty.removeAll(keepingCapacity: true)
+        dirtyBytes = 0
+    }
+
+    private func materialize(_ leaf: LeafNode, _ index: Int) throws -> [UInt8] {
+        guard leaf.isOverflow(index) else { return Array(leaf.bytes(index)) }
+        let reference = try Array(leaf.bytes(index)).withUnsafeBytes { try OverflowReference.decode($0) }
+        return try OverflowReader.assemble(reference) { try transaction.read($0)?.bytes }
+    }
+}
+
+/// Reassembles an overflowed record from its chunk pages.
+enum OverflowReader {
+    static func assemble(_ reference: OverflowReference, read: (UInt64) throws -> [UInt8]?) throws -> [UInt8] {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(Int(min(reference.length, UInt64(FrameHeader.maximumRawLength))))
+        for chunk in reference.chunks {
+            guard let part = try read(chunk) else { throw RecordTreeError.missingPage(pageID: chunk) }
+            bytes.append(contentsOf: part)
+        }
+        guard UInt64(bytes.count) == reference.length else {
+            throw RecordTreeError.corruptNode(pageID: reference.chunks.first ?? 0,
+                                              reason: "overflow chunks hold \(bytes.count) bytes, the reference says \(reference.length)")
+        }
+        return bytes
+    }
+}

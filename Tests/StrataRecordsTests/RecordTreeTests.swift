@@ -1,0 +1,141 @@
+import Testing
+import StrataIO
+import StrataPageLog
+import StrataRecords
+import StrataTestSupport
+
+/// Record trees checked against a dictionary, with tiny nodes so a few thousand records make
+/// deep trees, many splits, emptied leaves and overflow chains.
+@Suite struct RecordTreeTests {
+    static func tinyTree() -> RecordTreeOptions {
+        var options = RecordTreeOptions()
+        options.maximumNodeSize = 512
+        options.maximumInlineRecord = 160
+        options.overflowChunkSize = 300
+        options.dirtyBudget = 16 << 10
+        return options
+    }
+
+    static let rootPage: UInt64 = 1
+
+    static func saveRoot(_ root: RecordTreeRoot, in transaction: WriteTransaction) throws {
+        var bytes: [UInt8] = []
+        withUnsafeBytes(of: root.rootPageID.littleEndian) { bytes.append(contentsOf: $0) }
+        withUnsafeBytes(of: root.count.littleEndian) { bytes.append(contentsOf: $0) }
+        try transaction.write(rootPage, bytes: bytes)
+    }
+
+    static func loadRoot(_ page: Page?) -> RecordTreeRoot {
+        guard let bytes = page?.bytes, bytes.count == 16 else { return .empty }
+        return bytes.withUnsafeBytes {
+            RecordTreeRoot(rootPageID: UInt64(littleEndian: $0.loadUnaligned(fromByteOffset: 0, as: UInt64.self)),
+                           count: UInt64(littleEndian: $0.loadUnaligned(fromByteOffset: 8, as: UInt64.self)))
+        }
+    }
+
+    static func record(_ random: inout SeededRandom) -> [UInt8] {
+        switch Int.random(in: 0..<10, using: &random) {
+        case 0: return []
+        case 1: return random.bytes(Int.random(in: 161...1500, using: &random))  // overflow
+        default: return random.recordLikeBytes(Int.random(in: 1...120, using: &random))
+        }
+    }
+
+    @Test func matchesADictionaryThroughRandomOperations() throws {
+        let seed = SeededRandom.seed(default: 0x7EE5)
+        print("RecordTreeTests seed \(seed)")
+        var random = SeededRandom(seed: seed)
+        let fs = MemoryFileSystem()
+        var options = PageLogOptions()
+        options.segmentSize = 256 << 10
+        options.automaticCompaction = false
+        var log = try PageLog.open(directory: "/store", fileSystem: fs, options: options)
+        let cache = NodeCache(budget: 64 << 10)
+        var model: [UInt64: [UInt8]] = [:]
+        var nextID: UInt64 = 1
+        var operations = 0
+        for round in 0..<300 {
+            try log.write(durability: .relaxed) { transaction in
+                let tree = RecordTreeWriter(transaction: transaction, root: Self.loadRoot(try transaction.read(Self.rootPage)),
+                                            entityID: 5, schemaVersion: 1, options: Self.tinyTree())
+                for _ in 0..<Int.random(in: 1...60, using: &random) {
+                    operations += 1
+                    let existing = model.isEmpty ? nil : model.keys.randomElement(using: &random)
+                    switch Int.random(in: 0..<10, using: &random) {
+                    case 0..<4:
+                        // Mostly ascending ids (appends), sometimes gaps filled later.
+                        let id = Bool.random(using: &random) ? nextID : nextID + UInt64.random(in: 1...50, using: &random)
+                        nextID = max(nextID, id) + 1
+                        if model[id] != nil {
+                            #expect(throws: RecordTreeError.duplicateID(id)) { try tree.insert(id, bytes: [1]) }
+                        } else {
+                            let bytes = Self.record(&random)
+                            try tree.insert(id, bytes: bytes)
+                            model[id] = bytes
+                        }
+                    case 4..<6:
+                        if let id = existing {
+                            let bytes = Self.record(&random)
+                            #expect(try tree.update(id, bytes: bytes))
+                            model[id] = bytes
+                        } else {
+                            #expect(try !tree.update(12345, bytes: [1]))
+                        }
+                    case 6..<8:
+                        if let id = existing {
+                            #expect(try tree.delete(id))
+                            model[id] = nil
+                        }
+                        #expect(try !tree.delete(UInt64.max - 1))
+                    case 8:
+                        let id = UInt64.random(in: 1...(nextID + 10), using: &random)
+                        let bytes = Self.record(&random)
+                        try tree.upsert(id, bytes: bytes)
+                        model[id] = bytes
+                        nextID = max(nextID, id + 1)
+                    default:
+                        if let id = existing { #expect(try tree.get(id) == model[id]) }
+                    }
+                }
+                try Self.saveRoot(try tree.finish(), in: transaction)
+            }
+            // Readers on the committed snapshot see exactly the model.
+            let snapshot = try log.snapshot()
+            let reader = RecordTreeReader(snapshot: snapshot, root: Self.loadRoot(try snapshot.read(Self.rootPage)), cache: cache)
+            #expect(reader.root.count == UInt64(model.count), "round \(round)")
+            for _ in 0..<20 {
+                let id = UInt64.random(in: 0...(nextID + 5), using: &random)
+                #expect(try reader.get(id) == model[id], "round \(round) id \(id)")
+            }
+            if round % 25 == 24 {
+                var scanned: [(UInt64, [UInt8])] = []
+                try reader.scan { id, bytes in scanned.append((id, Array(bytes))); return true }
+                let expected = model.sorted { $0.key < $1.key }
+                #expect(scanned.map(\.0) == expected.map(\.key), "scan order, round \(round)")
+                #expect(scanned.map(\.1) == expected.map(\.value), "scan contents, round \(round)")
+                // A scan from the middle starts at the first id at or after it.
+                if let middle = expected.dropFirst(expected.count / 2).first?.key {
+                    var firstSeen: UInt64?
+                    try reader.scan(from: middle) { id, _ in firstSeen = id; return false }
+                    #expect(firstSeen == middle)
+                }
+            }
+            if round % 60 == 59 {
+                try log.close()
+                log = try PageLog.open(directory: "/store", fileSystem: fs, options: options)
+            }
+        }
+        print("RecordTreeTests: \(operations) operations, \(model.count) records at the end")
+        #expect(operations > 5000)
+        // Deleting everything empties the tree and frees every page but the root record.
+        try log.write { transaction in
+            let tree = RecordTreeWriter(transaction: transaction, root: Self.loadRoot(try transaction.read(Self.rootPage)),
+                                        entityID: 5, schemaVersion: 1, options: Self.tinyTree())
+            for id in model.keys { #expect(try tree.delete(id)) }
+            let root = try tree.finish()
+            #expect(root == .empty)
+            try Self.saveRoot(root, in: transaction)
+        }
+        #expect(try log.snapshot().pageIDs() == [Self.rootPage])
+    }
+}
