@@ -29,8 +29,11 @@ struct InteriorNode: Equatable {
         return low - 1
     }
 
-    mutating func splitOff() -> InteriorNode {
-        let half = children.count / 2
+    /// Moves the upper half of the children into a new node and returns it.
+    mutating func splitOff() -> InteriorNode { splitOff(at: children.count / 2) }
+
+    /// Moves children `half...` (1 ≤ half < count) into a new node and returns it.
+    mutating func splitOff(at half: Int) -> InteriorNode {
         var right = InteriorNode()
         right.firstIDs = Array(firstIDs[half...])
         right.children = Array(children[half...])

@@ -62,6 +62,11 @@ struct LeafNode: Equatable {
         var splitAt = 1
         let half = data.count / 2
         while splitAt < ids.count - 1 && end(splitAt - 1) < half { splitAt += 1 }
+        return splitOff(at: splitAt)
+    }
+
+    /// Moves records `splitAt...` (1 ≤ splitAt < count) into a new leaf and returns it.
+    mutating func splitOff(at splitAt: Int) -> LeafNode {
         var right = LeafNode()
         let base = start(splitAt)
         right.ids = Array(ids[splitAt...])

@@ -1,18 +1,49 @@
 import Synchronization
+import StrataFormat
 import StrataPageLog
 
-/// Decompressed, verified node pages shared by all readers of a store, keyed by page id and
-/// the LSN of the page image — an image never changes, so a cached entry is valid for every
-/// snapshot whose page table names that LSN. Evicts least recently used entries past a byte
-/// budget. Thread-safe.
+/// A node page read from the log, verified once (checksum by the page log, structure here)
+/// and then shared by every reader.
+package final class CachedNode: Sendable {
+    let bytes: [UInt8]
+    let kind: NodeKind
+    let count: Int
+
+    init(pageID: UInt64, bytes: [UInt8]) throws {
+        do {
+            let (kind, count) = try bytes.withUnsafeBytes { raw -> (NodeKind, Int) in
+                switch raw.first.flatMap(NodeKind.init(rawValue:)) {
+                case .leaf: return (.leaf, try LeafView.validate(raw))
+                case .interior: return (.interior, try InteriorNode.validate(raw))
+                case nil: throw FormatError("unknown record tree node kind", at: 0)
+                }
+            }
+            self.kind = kind
+            self.count = count
+        } catch let error as FormatError {
+            throw RecordTreeError.corruptNode(pageID: pageID, reason: error.reason)
+        }
+        self.bytes = bytes
+    }
+}
+
+/// Verified node pages shared by all readers of a store, keyed by page id and the LSN of the
+/// page image — an image never changes, so an entry is valid for every snapshot whose page
+/// table names that LSN. Evicts the least recently used entries past a byte budget.
+/// Thread-safe.
 package final class NodeCache: Sendable {
     private struct Key: Hashable {
         var pageID: UInt64
         var lsn: UInt64
     }
 
+    private struct Entry {
+        var node: CachedNode
+        var tick: UInt64
+    }
+
     private struct State {
-        var entries: [Key: (bytes: [UInt8], tick: UInt64)] = [:]
+        var entries: [Key: Entry] = [:]
         var bytes = 0
         var tick: UInt64 = 0
     }
@@ -23,27 +54,29 @@ package final class NodeCache: Sendable {
 
     package init(budget: Int = 32 << 20) { self.budget = budget }
 
-    /// The bytes of a page in `snapshot`, from the cache or read (and cached).
-    package func page(_ pageID: UInt64, in snapshot: Snapshot) throws -> [UInt8]? {
+    /// The node at `pageID` in `snapshot`, from the cache or read, verified and cached.
+    func node(_ pageID: UInt64, in snapshot: Snapshot) throws -> CachedNode {
         let location = snapshot.location(of: pageID)
-        guard !location.isNone else { return nil }
+        guard !location.isNone else { throw RecordTreeError.missingPage(pageID: pageID) }
         let key = Key(pageID: pageID, lsn: location.lsn)
-        if let bytes = state.withLock({ state -> [UInt8]? in
+        if let node = state.withLock({ state -> CachedNode? in
             state.tick += 1
-            guard var entry = state.entries[key] else { return nil }
-            entry.tick = state.tick
-            state.entries[key] = entry
-            return entry.bytes
+            let tick = state.tick
+            return state.entries[key].map { entry in
+                state.entries[key]?.tick = tick
+                return entry.node
+            }
         }) {
-            return bytes
+            return node
         }
-        guard let page = try snapshot.read(pageID) else { return nil }
+        guard let page = try snapshot.read(pageID) else { throw RecordTreeError.missingPage(pageID: pageID) }
+        let node = try CachedNode(pageID: pageID, bytes: page.bytes)
         state.withLock { state in
             state.tick += 1
-            if state.entries.updateValue((page.bytes, state.tick), forKey: key) == nil { state.bytes += page.bytes.count }
+            if state.entries.updateValue(Entry(node: node, tick: state.tick), forKey: key) == nil { state.bytes += node.bytes.count }
             if state.bytes > budget { Self.evict(&state, to: budget * 3 / 4) }
         }
-        return page.bytes
+        return node
     }
 
     private static func evict(_ state: inout State, to target: Int) {
@@ -51,7 +84,7 @@ package final class NodeCache: Sendable {
         for (key, entry) in oldestFirst {
             guard state.bytes > target else { break }
             state.entries[key] = nil
-            state.bytes -= entry.bytes.count
+            state.bytes -= entry.node.bytes.count
         }
     }
 }

@@ -14,55 +14,37 @@ package struct RecordTreeReader: Sendable {
         self.cache = cache
     }
 
-    private func node(_ pageID: UInt64) throws -> [UInt8] {
-        guard let bytes = try cache.page(pageID, in: snapshot) else { throw RecordTreeError.missingPage(pageID: pageID) }
-        return bytes
-    }
-
     /// The record with this id, or nil.
     package func get(_ id: UInt64) throws -> [UInt8]? {
         guard root.rootPageID != 0 else { return nil }
         var pageID = root.rootPageID
         for _ in 0..<64 {
-            let bytes = try node(pageID)
-            let next: UInt64? = try bytes.withUnsafeBytes { raw in
-                do {
-                    switch raw.first.flatMap(NodeKind.init(rawValue:)) {
-                    case .interior:
-                        let count = try InteriorNode.validate(raw)
-                        let index = InteriorNode.childIndex(for: id, count: count) {
-                            UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: InteriorNode.headerSize + $0 * InteriorNode.entrySize, as: UInt64.self))
-                        }
-                        return UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: InteriorNode.headerSize + index * InteriorNode.entrySize + 8, as: UInt64.self))
-                    case .leaf:
-                        return nil
-                    case nil:
-                        throw FormatError("unknown node kind")
-                    }
-                } catch let error as FormatError {
-                    throw RecordTreeError.corruptNode(pageID: pageID, reason: error.reason)
+            let node = try cache.node(pageID, in: snapshot)
+            switch node.kind {
+            case .interior:
+                pageID = node.bytes.withUnsafeBytes { raw in
+                    let index = InteriorNode.childIndex(for: id, count: node.count) { Self.firstID(raw, $0) }
+                    return Self.child(raw, index)
                 }
+            case .leaf:
+                let found: (bytes: [UInt8], overflow: Bool)? = node.bytes.withUnsafeBytes { raw in
+                    let view = LeafView(validated: raw, count: node.count)
+                    let (found, index) = view.search(id)
+                    return found ? (Array(view.bytes(index)), view.isOverflow(index)) : nil
+                }
+                guard let found else { return nil }
+                return found.overflow ? try resolveOverflow(found.bytes, pageID: pageID) : found.bytes
             }
-            guard let next else { return try record(id, inLeaf: bytes, pageID: pageID) }
-            pageID = next
         }
         throw RecordTreeError.corruptNode(pageID: pageID, reason: "tree deeper than 64 levels")
     }
 
-    private func record(_ id: UInt64, inLeaf bytes: [UInt8], pageID: UInt64) throws -> [UInt8]? {
-        let found: (bytes: [UInt8], overflow: Bool)? = try bytes.withUnsafeBytes { raw in
-            let count: Int
-            do { count = try LeafView.validate(raw) } catch let error as FormatError {
-                throw RecordTreeError.corruptNode(pageID: pageID, reason: error.reason)
-            }
-            let view = LeafView(validated: raw, count: count)
-            let (found, index) = view.search(id)
-            guard found else { return nil }
-            return (Array(view.bytes(index)), view.isOverflow(index))
-        }
-        guard let found else { return nil }
-        guard found.overflow else { return found.bytes }
-        return try resolveOverflow(found.bytes, pageID: pageID)
+    static func firstID(_ raw: UnsafeRawBufferPointer, _ index: Int) -> UInt64 {
+        UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: InteriorNode.headerSize + index * InteriorNode.entrySize, as: UInt64.self))
+    }
+
+    static func child(_ raw: UnsafeRawBufferPointer, _ index: Int) -> UInt64 {
+        UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: InteriorNode.headerSize + index * InteriorNode.entrySize + 8, as: UInt64.self))
     }
 
     private func resolveOverflow(_ stored: [UInt8], pageID: UInt64) throws -> [UInt8] {
@@ -78,45 +60,34 @@ package struct RecordTreeReader: Sendable {
     package func scan(from start: UInt64 = 0, _ body: (UInt64, UnsafeRawBufferPointer) throws -> Bool) throws {
         guard root.rootPageID != 0 else { return }
         var stack: [(pageID: UInt64, next: Int)] = [(root.rootPageID, -1)]
-        while var top = stack.popLast() {
-            let bytes = try node(top.pageID)
-            let proceed: Bool = try bytes.withUnsafeBytes { raw in
-                do {
-                    switch raw.first.flatMap(NodeKind.init(rawValue:)) {
-                    case .interior:
-                        let count = try InteriorNode.validate(raw)
-                        let first = { (index: Int) in
-                            UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: InteriorNode.headerSize + index * InteriorNode.entrySize, as: UInt64.self))
-                        }
-                        if top.next < 0 { top.next = InteriorNode.childIndex(for: start, count: count, firstID: first) }
-                        guard top.next < count else { return true }
-                        let child = UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: InteriorNode.headerSize + top.next * InteriorNode.entrySize + 8, as: UInt64.self))
-                        stack.append((top.pageID, top.next + 1))
-                        guard stack.count < 64 else { throw FormatError("tree deeper than 64 levels") }
-                        stack.append((child, -1))
-                        return true
-                    case .leaf:
-                        let count = try LeafView.validate(raw)
-                        let view = LeafView(validated: raw, count: count)
-                        var index = view.search(start).index
-                        while index < count {
-                            if view.isOverflow(index) {
-                                let whole = try resolveOverflow(Array(view.bytes(index)), pageID: top.pageID)
-                                if try !whole.withUnsafeBytes({ try body(view.id(index), $0) }) { return false }
-                            } else if try !body(view.id(index), view.bytes(index)) {
-                                return false
-                            }
-                            index += 1
-                        }
-                        return true
-                    case nil:
-                        throw FormatError("unknown node kind")
-                    }
-                } catch let error as FormatError {
-                    throw RecordTreeError.corruptNode(pageID: top.pageID, reason: error.reason)
+        while let top = stack.popLast() {
+            guard stack.count < 64 else { throw RecordTreeError.corruptNode(pageID: top.pageID, reason: "tree deeper than 64 levels") }
+            let node = try cache.node(top.pageID, in: snapshot)
+            switch node.kind {
+            case .interior:
+                let next = top.next >= 0 ? top.next : node.bytes.withUnsafeBytes { raw in
+                    InteriorNode.childIndex(for: start, count: node.count) { Self.firstID(raw, $0) }
                 }
+                guard next < node.count else { continue }
+                stack.append((top.pageID, next + 1))
+                stack.append((node.bytes.withUnsafeBytes { Self.child($0, next) }, -1))
+            case .leaf:
+                let proceed: Bool = try node.bytes.withUnsafeBytes { raw in
+                    let view = LeafView(validated: raw, count: node.count)
+                    var index = start == 0 ? 0 : view.search(start).index
+                    while index < node.count {
+                        if view.isOverflow(index) {
+                            let whole = try resolveOverflow(Array(view.bytes(index)), pageID: top.pageID)
+                            if try !whole.withUnsafeBytes({ try body(view.id(index), $0) }) { return false }
+                        } else if try !body(view.id(index), view.bytes(index)) {
+                            return false
+                        }
+                        index += 1
+                    }
+                    return true
+                }
+                if !proceed { return }
             }
-            if !proceed { return }
         }
     }
 }

@@ -26,6 +26,9 @@ package final class RecordTreeWriter {
     private var clean: [UInt64: Node] = [:]
     private var dirtyBytes = 0
     private var cleanBytes = 0
+    /// The leaf the last operation used, the path to it and the id range it covers: runs of
+    /// nearby ids (bulk inserts) skip the descent. Cleared by every structural change.
+    private var hint: (leaf: UInt64, node: Leaf, path: [(UInt64, Int)], low: UInt64, high: UInt64?)?
 
     package init(transaction: WriteTransaction, root: RecordTreeRoot, entityID: UInt32, schemaVersion: UInt32,
                  options: RecordTreeOptions = RecordTreeOptions()) {
@@ -41,8 +44,7 @@ package final class RecordTreeWriter {
     /// The record with this id, or nil.
     package func get(_ id: UInt64) throws -> [UInt8]? {
         guard root.rootPageID != 0 else { return nil }
-        let (_, leafID) = try descend(to: id)
-        let leaf = try loadLeaf(leafID)
+        let (_, _, leaf) = try findLeaf(id)
         let (found, index) = leaf.node.search(id)
         guard found else { return nil }
         return try materialize(leaf.node, index)
@@ -68,8 +70,7 @@ package final class RecordTreeWriter {
     @discardableResult
     package func delete(_ id: UInt64) throws -> Bool {
         guard root.rootPageID != 0 else { return false }
-        var (path, leafID) = try descend(to: id)
-        let leaf = try loadLeaf(leafID)
+        var (path, leafID, leaf) = try findLeaf(id)
         let (found, index) = leaf.node.search(id)
         guard found else { return false }
         if leaf.node.isOverflow(index) { try freeOverflow(leaf.node, index) }
@@ -80,6 +81,7 @@ package final class RecordTreeWriter {
             return true
         }
         // Remove the empty leaf, and every interior node it empties.
+        hint = nil
         try discard(leafID)
         var removed = leafID
         while let (parentID, childIndex) = path.popLast() {
@@ -120,10 +122,10 @@ package final class RecordTreeWriter {
             stored.withUnsafeBytes { node.append(id, bytes: $0, overflow: overflow) }
             markDirty(pageID, .leaf(Leaf(node)))
             root = RecordTreeRoot(rootPageID: pageID, count: 1)
+            hint = nil
             return true
         }
-        let (path, leafID) = try descend(to: id)
-        let leaf = try loadLeaf(leafID)
+        let (path, leafID, leaf) = try findLeaf(id)
         let (found, index) = leaf.node.search(id)
         if found {
             if mustNotExist { try freeStored(stored, overflow); throw RecordTreeError.duplicateID(id) }
@@ -140,7 +142,10 @@ package final class RecordTreeWriter {
         }
         markDirty(leafID, .leaf(leaf))
         if leaf.node.encodedSize > options.maximumNodeSize && leaf.node.count > 1 {
-            let right = leaf.node.splitOff()
+            // Appending past the end (ascending ids, the common case) moves only the new record,
+            // so sequential inserts fill leaves completely instead of leaving them half full.
+            let right = index == leaf.node.count - 1 ? leaf.node.splitOff(at: index) : leaf.node.splitOff()
+            hint = nil
             let rightID = try transaction.allocatePageID()
             markDirty(rightID, .leaf(Leaf(right)))
             try insertSeparator(right.ids[0], right: rightID, left: leafID, path: path)
@@ -192,11 +197,13 @@ package final class RecordTreeWriter {
             parent.node.children.insert(right, at: childIndex + 1)
             markDirty(parentID, .interior(parent))
             guard parent.node.encodedSize > options.maximumNodeSize, parent.node.count > 3 else { return }
-            var upper = parent.node.splitOff()
+            let appended = childIndex + 1 == parent.node.count - 1
+            var upper = appended ? parent.node.splitOff(at: childIndex + 1) : parent.node.splitOff()
             separator = upper.firstIDs[0]
             upper.firstIDs[0] = 0
             right = try transaction.allocatePageID()
             markDirty(right, .interior(Interior(upper)))
+            hint = nil
             left = parentID
         }
     }
@@ -206,22 +213,42 @@ package final class RecordTreeWriter {
             let only = interior.node.children[0]
             try discard(root.rootPageID)
             root.rootPageID = only
+            hint = nil
         }
     }
 
     // MARK: Nodes
 
-    /// The interior path to the leaf that holds (or would hold) `id`: (page id, child index) pairs.
-    private func descend(to id: UInt64) throws -> (path: [(UInt64, Int)], leaf: UInt64) {
+    /// The leaf that holds (or would hold) `id`, and the interior path to it.
+    private func findLeaf(_ id: UInt64) throws -> (path: [(UInt64, Int)], leafID: UInt64, leaf: Leaf) {
+        if let hint, id >= hint.low, hint.high.map({ id < $0 }) ?? true {
+            return (hint.path, hint.leaf, hint.node)
+        }
+        let (path, leafID, low, high) = try descend(to: id)
+        let leaf = try loadLeaf(leafID)
+        hint = (leafID, leaf, path, low, high)
+        return (path, leafID, leaf)
+    }
+
+    /// The interior path to the leaf that holds (or would hold) `id`: (page id, child index)
+    /// pairs, and the range of ids that leaf covers.
+    private func descend(to id: UInt64) throws -> (path: [(UInt64, Int)], leaf: UInt64, low: UInt64, high: UInt64?) {
         var path: [(UInt64, Int)] = []
         var pageID = root.rootPageID
+        var low: UInt64 = 0
+        var high: UInt64?
         while true {
             switch try load(pageID) {
             case .leaf:
-                return (path, pageID)
+                return (path, pageID, low, high)
             case .interior(let interior):
                 let index = interior.node.childIndex(for: id)
                 path.append((pageID, index))
+                low = max(low, interior.node.firstIDs[index])
+                if index + 1 < interior.node.count {
+                    let upper = interior.node.firstIDs[index + 1]
+                    high = high.map { min($0, upper) } ?? upper
+                }
                 pageID = interior.node.children[index]
                 guard path.count < 64 else { throw RecordTreeError.corruptNode(pageID: pageID, reason: "tree deeper than 64 levels") }
             }
@@ -244,6 +271,7 @@ package final class RecordTreeWriter {
         if cleanBytes > options.dirtyBudget {
             clean.removeAll(keepingCapacity: true)
             cleanBytes = 0
+            hint = nil
         }
         clean[pageID] = node
         cleanBytes += page.bytes.count
@@ -265,14 +293,14 @@ package final class RecordTreeWriter {
     }
 
     private func markDirty(_ pageID: UInt64, _ node: Node) {
-        if dirty[pageID] == nil {
-            if clean.removeValue(forKey: pageID) != nil {}
-            dirty[pageID] = node
+        if dirty.updateValue(node, forKey: pageID) == nil {
+            clean[pageID] = nil
             dirtyBytes += options.maximumNodeSize
         }
     }
 
     private func discard(_ pageID: UInt64) throws {
+        hint = nil
         dirty[pageID] = nil
         clean[pageID] = nil
         try transaction.free(pageID)
