@@ -214,9 +214,11 @@ package enum FrameCodec {
         case .none:
             return [UInt8](stored)
         case .lz4:
-            var raw = [UInt8](repeating: 0, count: Int(header.rawLength))
-            try raw.withUnsafeMutableBytes { try LZ4Codec.decompress(stored, into: $0) }
-            return raw
+            // Uninitialized: decompress either fills every byte or throws.
+            return try [UInt8](unsafeUninitializedCapacity: Int(header.rawLength)) { buffer, initialized in
+                try LZ4Codec.decompress(stored, into: UnsafeMutableRawBufferPointer(buffer))
+                initialized = buffer.count
+            }
         }
     }
 

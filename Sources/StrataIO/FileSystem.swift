@@ -61,10 +61,10 @@ extension StorageFile {
     /// Reads exactly `count` bytes at `offset`, or fewer when the file ends first.
     package func read(count: Int, at offset: UInt64) throws -> [UInt8] {
         guard count > 0 else { return [] }
-        var bytes = [UInt8](repeating: 0, count: count)
-        let got = try bytes.withUnsafeMutableBytes { try read(into: $0, at: offset) }
-        if got < count { bytes.removeLast(count - got) }
-        return bytes
+        // Uninitialized: the read fills what it reports, and only that is kept.
+        return try [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
+            initialized = try read(into: UnsafeMutableRawBufferPointer(buffer), at: offset)
+        }
     }
 
     /// Writes all of `bytes` at `offset`.

@@ -98,7 +98,7 @@ extension PageLog {
     }
 
     /// Starts a background compaction when space amplification passed the limit.
-    func scheduleCompactionIfNeeded() {
+    package func scheduleCompactionIfNeeded() {
         guard options.automaticCompaction else { return }
         let wanted = writerLock.withLock { _ in
             let total = writer.totalLogBytes
