@@ -24,14 +24,9 @@ public enum StrataError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The store was closed.
     case closed
 
-    /// Whether the device or quota was full (`ENOSPC` / `EDQUOT`).
+    /// Whether the device or quota was full (`ENOSPC` or `EDQUOT` on Linux).
     public var isOutOfSpace: Bool {
-        if case .io(_, _, _, let code, _) = self { return code == 28 || code == 122 || reasonIsNoSpace }
-        return false
-    }
-
-    private var reasonIsNoSpace: Bool {
-        if case .io(_, _, _, _, let reason) = self { return reason.hasSuffix("no space left on device") }
+        if case .io(_, _, _, let code, _) = self { return code == 28 || code == 122 }
         return false
     }
 

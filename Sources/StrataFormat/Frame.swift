@@ -39,6 +39,8 @@ package struct FrameHeader: Equatable, Sendable {
     package static let maximumRawLength = 64 << 20
     /// Frames start at multiples of this in a segment.
     package static let alignment = 8
+    /// The longest a valid frame can be: header, worst-case LZ4 output of the largest payload, padding.
+    package static var maximumFrameLength: Int { alignedLength(size + LZ4Codec.bound(maximumRawLength)) }
 
     package var formatVersion: UInt8 = UInt8(currentFormatVersion)
     package var kind: FrameKind

@@ -417,7 +417,14 @@ package final class MemoryFileSystem: FileSystem, Sendable {
         }
         switch fault {
         case .fail(let errorKind):
-            throw IOError(errorKind, operation: name, path: path, offset: offset)
+            let code: Int32
+            switch errorKind {
+            case .noSpace: code = 28  // ENOSPC
+            case .ioError: code = 5  // EIO
+            case .other(let value): code = value
+            default: code = 0
+            }
+            throw IOError(errorKind, operation: name, path: path, offset: offset, code: code)
         case .crash:
             state.crashed = true
             throw IOError(.crashed, operation: name, path: path, offset: offset)

@@ -112,7 +112,7 @@ package final class PageLog: Sendable {
     /// is returned as stored.
     static func readFrame(in file: any StorageFile, at offset: UInt64, length: UInt32,
                           decompress: Bool) throws -> (FrameHeader, [UInt8]) {
-        guard length >= UInt32(FrameHeader.size), Int(length) <= FrameHeader.maximumRawLength + 2 * FrameHeader.size + 1 << 20 else {
+        guard length >= UInt32(FrameHeader.size), Int(length) <= FrameHeader.maximumFrameLength else {
             throw PageLogError.corruption(file: file.path, offset: offset, reason: "frame length \(length) out of range")
         }
         let bytes: [UInt8]
