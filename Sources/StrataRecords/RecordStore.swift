@@ -1,0 +1,126 @@
+import StrataFormat
+import StrataIO
+import StrataPageLog
+
+/// The record layer's engine: one record tree per entity and the schema catalog's bytes,
+/// in one page log, changed together atomically. The public store API sits on it.
+/// Thread-safe: writes serialize on the page log's writer; reads use snapshots.
+package final class RecordStore: Sendable {
+    package let log: PageLog
+    package let cache: NodeCache
+    package let treeOptions: RecordTreeOptions
+
+    package init(log: PageLog, cache: NodeCache = NodeCache(), treeOptions: RecordTreeOptions = RecordTreeOptions()) {
+        self.log = log
+        self.cache = cache
+        self.treeOptions = treeOptions
+    }
+
+    /// A consistent view of every entity as of the latest commit.
+    package func snapshot() throws -> RecordSnapshot {
+        let snapshot = try log.snapshot()
+        return RecordSnapshot(snapshot: snapshot, root: try Self.root(snapshot.read(StoreRoot.pageID), pageID: StoreRoot.pageID),
+                              cache: cache)
+    }
+
+    /// Runs `body` as one atomic transaction over any number of entities.
+    package func write<T>(durability: Durability = .durable, _ body: (RecordTransaction) throws -> T) throws -> T {
+        try log.write(durability: durability) { transaction in
+            let root = try Self.root(transaction.read(StoreRoot.pageID), pageID: StoreRoot.pageID)
+            let records = RecordTransaction(transaction: transaction, root: root, options: treeOptions)
+            let result = try body(records)
+            try records.finish()
+            return result
+        }
+    }
+
+    static func root(_ page: Page?, pageID: UInt64) throws -> StoreRoot {
+        guard let page else { return StoreRoot() }
+        do { return try StoreRoot.decode(page.bytes) } catch let error as FormatError {
+            throw RecordTreeError.corruptNode(pageID: pageID, reason: "store root: \(error.reason)")
+        }
+    }
+}
+
+/// A consistent view of all entities' records. Thread-safe.
+package struct RecordSnapshot: Sendable {
+    package let snapshot: Snapshot
+    package let root: StoreRoot
+    let cache: NodeCache
+
+    /// The records of one entity.
+    package func reader(for entityID: UInt32) -> RecordTreeReader {
+        RecordTreeReader(snapshot: snapshot, root: root.entities[entityID]?.tree ?? .empty, cache: cache)
+    }
+
+    /// The stored schema catalog's bytes, or nil when none was stored.
+    package func catalogBytes() throws -> [UInt8]? {
+        guard root.catalogPageID != 0 else { return nil }
+        return try snapshot.read(root.catalogPageID)?.bytes
+    }
+}
+
+/// One write transaction of a `RecordStore`. Not thread-safe; use inside the body only.
+package final class RecordTransaction {
+    let transaction: WriteTransaction
+    let options: RecordTreeOptions
+    private(set) var root: StoreRoot
+    private var trees: [UInt32: RecordTreeWriter] = [:]
+    private var rootChanged = false
+
+    init(transaction: WriteTransaction, root: StoreRoot, options: RecordTreeOptions) {
+        self.transaction = transaction
+        self.root = root
+        self.options = options
+    }
+
+    /// The record tree of an entity, for reading and changing its records; pages written
+    /// carry `schemaVersion` in their header.
+    package func tree(for entityID: UInt32, schemaVersion: UInt32) -> RecordTreeWriter {
+        if let tree = trees[entityID] { return tree }
+        let tree = RecordTreeWriter(transaction: transaction, root: root.entities[entityID]?.tree ?? .empty, entityID: entityID,
+                                    schemaVersion: schemaVersion, options: options)
+        trees[entityID] = tree
+        return tree
+    }
+
+    /// Hands out the next record id of an entity. The id of a committed record, even a deleted
+    /// one, is never handed out again; ids handed out by a transaction that throws may be.
+    package func allocateRowID(for entityID: UInt32) -> UInt64 {
+        var entity = root.entities[entityID] ?? StoreRoot.EntityTree()
+        defer {
+            entity.nextRowID += 1
+            root.entities[entityID] = entity
+            rootChanged = true
+        }
+        return entity.nextRowID
+    }
+
+    /// Replaces the stored schema catalog.
+    package func setCatalog(_ bytes: [UInt8]) throws {
+        if root.catalogPageID == 0 {
+            root.catalogPageID = try transaction.allocatePageID()
+            rootChanged = true
+        }
+        try transaction.write(root.catalogPageID, bytes: bytes)
+    }
+
+    /// The stored schema catalog's bytes as this transaction sees them.
+    package func catalogBytes() throws -> [UInt8]? {
+        guard root.catalogPageID != 0 else { return nil }
+        return try transaction.read(root.catalogPageID)?.bytes
+    }
+
+    func finish() throws {
+        for (entityID, tree) in trees.sorted(by: { $0.key < $1.key }) {
+            let treeRoot = try tree.finish()
+            var entity = root.entities[entityID] ?? StoreRoot.EntityTree()
+            if entity.tree != treeRoot {
+                entity.tree = treeRoot
+                root.entities[entityID] = entity
+                rootChanged = true
+            }
+        }
+        if rootChanged { try transaction.write(StoreRoot.pageID, bytes: root.encoded()) }
+    }
+}
