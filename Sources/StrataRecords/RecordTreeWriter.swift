@@ -268,14 +268,20 @@ package final class RecordTreeWriter {
         } catch let error as FormatError {
             throw RecordTreeError.corruptNode(pageID: pageID, reason: error.reason)
         }
-        if cleanBytes > options.dirtyBudget {
+        remember(pageID, node, bytes: page.bytes.count)
+        return node
+    }
+
+    /// Keeps an unmodified node for reuse, within `dirtyBudget` bytes (then forgets them all:
+    /// they can be read back from the log).
+    private func remember(_ pageID: UInt64, _ node: Node, bytes: Int) {
+        if cleanBytes + bytes > options.dirtyBudget {
             clean.removeAll(keepingCapacity: true)
             cleanBytes = 0
             hint = nil
         }
         clean[pageID] = node
-        cleanBytes += page.bytes.count
-        return node
+        cleanBytes += bytes
     }
 
     private func loadLeaf(_ pageID: UInt64) throws -> Leaf {
@@ -314,7 +320,7 @@ package final class RecordTreeWriter {
             case .interior(let interior): bytes = interior.node.encoded()
             }
             try transaction.write(pageID, entityID: entityID, schemaVersion: schemaVersion, bytes: bytes)
-            clean[pageID] = node
+            remember(pageID, node, bytes: bytes.count)
         }
         dirty.removeAll(keepingCapacity: true)
         dirtyBytes = 0
