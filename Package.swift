@@ -26,8 +26,10 @@ let package = Package(
         .target(name: "StrataPageLog", dependencies: ["StrataIO", "StrataFormat"]),
         // Records: record trees (B+trees of records keyed by id) on the page log.
         .target(name: "StrataRecords", dependencies: ["StrataPageLog", "StrataFormat"]),
+        // Records & schema (pure parts): schema model, checksum, catalog, record encoding, typed records.
+        .target(name: "StrataSchema", dependencies: ["StrataFormat"]),
         // The public face.
-        .target(name: "Strata", dependencies: ["StrataPageLog", "StrataFormat", "StrataIO"]),
+        .target(name: "Strata", dependencies: ["StrataRecords", "StrataPageLog", "StrataFormat", "StrataIO", "StrataSchema"]),
         // Shared test support: seeded random generator, model helpers.
         .target(name: "StrataTestSupport", path: "Tests/StrataTestSupport"),
         .testTarget(name: "StrataFormatTests", dependencies: ["StrataFormat", "StrataTestSupport"]),
@@ -35,6 +37,7 @@ let package = Package(
         .testTarget(name: "StrataPageLogTests", dependencies: ["StrataPageLog", "StrataFormat", "StrataIO", "StrataTestSupport"],
                     exclude: ["Fixtures"]),  // golden stores, read from the source tree
         .testTarget(name: "StrataRecordsTests", dependencies: ["StrataRecords", "StrataPageLog", "StrataIO", "StrataTestSupport"]),
+        .testTarget(name: "StrataSchemaTests", dependencies: ["StrataSchema", "StrataFormat", "StrataTestSupport"]),
         .testTarget(name: "StrataTests", dependencies: ["Strata", "StrataTestSupport"]),
     ],
     swiftLanguageModes: [.v6]

@@ -1,5 +1,6 @@
 import StrataIO
 import StrataPageLog
+import StrataRecords
 
 /// An error reported by Strata. Every case carries what a person needs to act on it.
 /// Corrupt bytes are never a trap: they are `corruption`, naming the file, the byte offset
@@ -23,6 +24,8 @@ public enum StrataError: Error, Sendable, Equatable, CustomStringConvertible {
     case invalidPageID(UInt64)
     /// The store was closed.
     case closed
+    /// A record with this id already exists.
+    case duplicateRecordID(UInt64)
 
     /// Whether the device or quota was full (`ENOSPC` or `EDQUOT` on Linux).
     public var isOutOfSpace: Bool {
@@ -42,6 +45,15 @@ public enum StrataError: Error, Sendable, Equatable, CustomStringConvertible {
         case .pageTooLarge(let bytes, let maximum): "a page of \(bytes) bytes exceeds the maximum of \(maximum)"
         case .invalidPageID(let id): "page id \(id) was never allocated"
         case .closed: "the store is closed"
+        case .duplicateRecordID(let id): "a record with id \(id) already exists"
+        }
+    }
+
+    init(_ error: RecordTreeError) {
+        switch error {
+        case .duplicateID(let id): self = .duplicateRecordID(id)
+        case .corruptNode(let pageID, let reason): self = .corruption(file: "page \(pageID)", offset: 0, reason: reason)
+        case .missingPage(let pageID): self = .corruption(file: "page \(pageID)", offset: 0, reason: "a record tree page is missing")
         }
     }
 
@@ -60,11 +72,13 @@ public enum StrataError: Error, Sendable, Equatable, CustomStringConvertible {
     }
 }
 
-/// Runs `body`, turning the page log's errors into `StrataError`.
+/// Runs `body`, turning the lower layers' errors into `StrataError`.
 func translatingErrors<T>(_ body: () throws -> T) throws -> T {
     do {
         return try body()
     } catch let error as PageLogError {
+        throw StrataError(error)
+    } catch let error as RecordTreeError {
         throw StrataError(error)
     }
 }

@@ -1,0 +1,76 @@
+/// A Swift type whose values are records of one entity, declared in one place: the type's
+/// stored properties are the attributes, through its `Codable` conformance. No macros.
+///
+/// ```swift
+/// struct Person: PersistentRecord {
+///     var fullName: String
+///     var createdAt: Date
+///     var note: String?                       // optional attribute
+///     var isFavorite: Bool                    // added in 1.1: old records read the default
+///
+///     static let attributeOptions: [String: Attribute.Options] = ["fullName": [.indexed]]
+///     static let attributeDefaults: [String: Value] = ["isFavorite": false]
+/// }
+/// let entity = try Person.entity()           // Entity "Person" with four attributes
+/// ```
+///
+/// Properties map to attribute types as follows: `Bool` → `.bool`; every integer type →
+/// `.int`; `Double`, `Float` → `.double`; `String` → `.string`; `Data`, `[UInt8]` → `.data`;
+/// `Date` → `.date`; `UUID` → `.uuid`; an `Optional` of any of them → the same type,
+/// optional; any other `Codable` type → `.codable(typeName:)`, stored as sorted-keys JSON.
+///
+/// The entity is derived by running the type's `init(from:)` against a recording decoder:
+/// synthesized `Codable` conformances (structs, final classes) always work; a hand-written
+/// one works when it uses a keyed container. Nested enums should be `CaseIterable` so a
+/// placeholder value can be made; otherwise implement ``entity()`` by hand.
+public protocol PersistentRecord: Codable {
+    /// The entity's name. Default: the type's name, `String(describing: Self.self)`.
+    static var entityName: String { get }
+    /// The entity's previous name, when the type was renamed. Default: nil.
+    static var originalEntityName: String? { get }
+    /// Options per attribute name (unique, indexed, preserve value on deletion). Default: none.
+    static var attributeOptions: [String: Attribute.Options] { get }
+    /// Default values per attribute name, read for records that have no value (such as
+    /// records written before the attribute existed). Default: none.
+    static var attributeDefaults: [String: Value] { get }
+    /// Previous names per attribute name, for renamed properties: `["title": "name"]` keeps
+    /// the values stored as `name`. Default: none.
+    static var originalAttributeNames: [String: String] { get }
+
+    /// The entity of this type. The default derives it from the `Codable` conformance and the
+    /// customization properties above; implement it to declare the entity by hand.
+    ///
+    /// - Throws: ``RecordCodingError/cannotDeriveEntity(type:reason:)`` when the conformance
+    ///   cannot be run on placeholder values; ``RecordCodingError/unknownAttribute(type:attribute:)``
+    ///   when a customization names a property the type does not have;
+    ///   ``RecordCodingError/unsupportedStructure(type:reason:)`` for a non-keyed conformance.
+    static func entity() throws(RecordCodingError) -> Entity
+}
+
+extension PersistentRecord {
+    /// The type's name.
+    public static var entityName: String { String(describing: Self.self) }
+    /// nil.
+    public static var originalEntityName: String? { nil }
+    /// No options.
+    public static var attributeOptions: [String: Attribute.Options] { [:] }
+    /// No defaults.
+    public static var attributeDefaults: [String: Value] { [:] }
+    /// No renames.
+    public static var originalAttributeNames: [String: String] { [:] }
+}
+
+extension Schema {
+    /// A schema of the entities of record types.
+    ///
+    /// - Parameters:
+    ///   - version: The schema's version number.
+    ///   - types: The record types, each one entity.
+    /// - Throws: ``RecordCodingError`` when an entity cannot be derived (see
+    ///   ``PersistentRecord/entity()``). The schema is not validated; call ``validate()``.
+    public init(version: Version = Version(1, 0, 0), types: [any PersistentRecord.Type]) throws(RecordCodingError) {
+        var entities: [Entity] = []
+        for type in types { entities.append(try type.entity()) }
+        self.init(version: version, entities)
+    }
+}

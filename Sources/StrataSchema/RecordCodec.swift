@@ -1,0 +1,101 @@
+import StrataFormat
+
+/// The compact binary form of one record's values, keyed by attribute id.
+/// Docs/FileFormat.md, "Record encoding", is the specification.
+///
+/// ```
+/// record := format:u8 (= 1)  count:varint  field{count}
+/// field  := attributeID:varint  tag:u8  payload        ; attribute ids strictly increasing
+/// ```
+///
+/// Null values are omitted, so a record written before an attribute existed and a record
+/// whose value is null read the same way: the attribute is absent. The encoding is canonical
+/// (one byte string per set of values), which lets callers compare records by bytes.
+/// Pure functions; safe from any thread.
+package enum RecordCodec {
+    /// The format byte this library writes and the newest it reads.
+    package static let formatVersion: UInt8 = 1
+
+    /// Encodes `values`, sorted by attribute id, leaving out `.null` values. Never fails.
+    package static func encode(_ values: [UInt32: Value]) -> [UInt8] {
+        let fields = values.filter { !$0.value.isNull }.sorted { $0.key < $1.key }
+        var writer = ByteWriter(capacity: 16 + 16 * fields.count)
+        writer.append(formatVersion)
+        writer.appendVarint(UInt64(fields.count))
+        for (id, value) in fields {
+            writer.appendVarint(UInt64(id))
+            value.append(to: &writer)
+        }
+        return writer.bytes
+    }
+
+    /// Decodes every value of a record.
+    ///
+    /// - Returns: Attribute id → value; absent attributes are not in the dictionary (never `.null`).
+    /// - Throws: `FormatError` with the offset of the bad byte for an empty buffer, a format
+    ///   byte of 0 or greater than 1 (`unsupportedVersion` set), a count larger than the bytes
+    ///   could hold, attribute ids not strictly increasing or above `UInt32.max`, a null or
+    ///   unknown tag, a payload past the end, invalid UTF-8 or varints, or bytes after the last
+    ///   field. Never traps; allocations are bounded by the input's length.
+    package static func decode(_ buffer: UnsafeRawBufferPointer) throws(FormatError) -> [UInt32: Value] {
+        try decodingFormat {
+            var reader = ByteReader(buffer)
+            let count = try readHeader(&reader)
+            var values: [UInt32: Value] = [:]
+            values.reserveCapacity(count)
+            var previous: UInt32?
+            for _ in 0..<count {
+                let id = try readAttributeID(&reader, after: previous)
+                values[id] = try readFieldValue(&reader, id: id)
+                previous = id
+            }
+            guard reader.remaining == 0 else {
+                throw FormatError("\(reader.remaining) bytes after the last field of the record", at: reader.position)
+            }
+            return values
+        }
+    }
+
+    /// Decodes every value of a record held in an array; see the buffer variant.
+    package static func decode(_ bytes: [UInt8]) throws(FormatError) -> [UInt32: Value] {
+        try decodingFormat { try bytes.withUnsafeBytes { try decode($0) } }
+    }
+
+    /// Reads the format byte and the field count; the count is bounded by the bytes left
+    /// (every field takes at least 2 bytes).
+    static func readHeader(_ reader: inout ByteReader) throws -> Int {
+        let format = try reader.read(UInt8.self, "record format byte")
+        guard format != 0 else { throw FormatError("record format byte 0 is invalid", at: 0) }
+        guard format <= formatVersion else {
+            throw FormatError("record format \(format) is newer than \(formatVersion)", at: 0, unsupportedVersion: UInt16(format))
+        }
+        return try reader.readVarint(atMost: reader.remaining / 2, "record field count")
+    }
+
+    /// Reads a field's attribute id, which must be greater than the previous one.
+    static func readAttributeID(_ reader: inout ByteReader, after previous: UInt32?) throws -> UInt32 {
+        let start = reader.position
+        let raw = try reader.readVarint("attribute id")
+        guard let id = UInt32(exactly: raw) else { throw FormatError("attribute id \(raw) exceeds the limit \(UInt32.max)", at: start) }
+        if let previous, id <= previous {
+            throw FormatError("attribute id \(id) follows \(previous): ids must strictly increase", at: start)
+        }
+        return id
+    }
+
+    /// Reads a field's tag (never null in a record) and payload.
+    static func readFieldValue(_ reader: inout ByteReader, id: UInt32) throws -> Value {
+        let tag = try readFieldTag(&reader, id: id)
+        return try Value.read(tag, from: &reader, "value of attribute \(id)")
+    }
+
+    static func readFieldTag(_ reader: inout ByteReader, id: UInt32) throws -> ValueTag {
+        let start = reader.position
+        let raw = try reader.read(UInt8.self, "type tag of attribute \(id)")
+        guard let tag = ValueTag(rawValue: raw), tag != .null else {
+            throw FormatError(raw == 0 ? "attribute \(id) stores a null tag; nulls are omitted"
+                                       : "unknown value tag \(raw) for attribute \(id)", at: start)
+        }
+        return tag
+    }
+}

@@ -1,0 +1,33 @@
+/// Turns a typed record into its attribute values: `[attribute name: Value]`.
+///
+/// The record's `encode(to:)` must use one keyed container; each key is an attribute.
+/// Scalars (see ``PersistentRecord``) become their ``Value``; `nil` optionals are left out
+/// (absent, as `.null` would be); any other `Codable` value becomes `.codable` with its
+/// sorted-keys JSON. `superEncoder()` shares the record's attributes, so a subclass and its
+/// superclass encode into one record.
+///
+/// A value type with no state: safe to share and use from any thread.
+public struct RecordEncoder: Sendable {
+    /// Creates an encoder.
+    public init() {}
+
+    /// The attribute values of `record`; attributes that are `nil` are absent.
+    ///
+    /// - Throws: ``RecordCodingError/unsupportedStructure(type:reason:)`` when the record does
+    ///   not encode as one keyed container; ``RecordCodingError/integerOutOfRange(attribute:value:type:)``;
+    ///   ``RecordCodingError/invalidCodableValue(attribute:type:reason:)``;
+    ///   ``RecordCodingError/recordCodingFailed(type:reason:)`` when `encode(to:)` throws an
+    ///   error of its own.
+    public func encode<Record: Encodable>(_ record: Record) throws(RecordCodingError) -> [String: Value] {
+        let state = RecordEncodingState(typeName: String(describing: Record.self))
+        do {
+            try record.encode(to: RecordEncoding(state: state))
+        } catch let error as RecordCodingError {
+            throw error
+        } catch {
+            throw .recordCodingFailed(type: state.typeName, reason: "\(error)")
+        }
+        if let failure = state.failure { throw failure }
+        return state.values.filter { !$0.value.isNull }
+    }
+}

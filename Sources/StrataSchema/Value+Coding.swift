@@ -1,0 +1,98 @@
+import FoundationEssentials
+import StrataFormat
+
+/// The one-byte tags of stored values. On-disk numbers: never reused, never renumbered.
+/// Docs/FileFormat.md, "Values".
+package enum ValueTag: UInt8, Sendable, CaseIterable {
+    /// `.null`; appears only in the schema catalog (an attribute without default), never in records.
+    case null = 0
+    case `false` = 1
+    case `true` = 2
+    /// zigzag varint.
+    case int = 3
+    /// 8 bytes, the IEEE-754 bit pattern, little-endian.
+    case double = 4
+    /// varint length, UTF-8.
+    case string = 5
+    /// varint length, bytes.
+    case data = 6
+    /// 8 bytes: the bit pattern of seconds since 2001-01-01 00:00:00 UTC, little-endian.
+    case date = 7
+    /// 16 bytes, in UUID string order.
+    case uuid = 8
+    /// varint length, the encoded value.
+    case codable = 9
+}
+
+extension Value {
+    /// The tag this value is stored with.
+    package var tag: ValueTag {
+        switch self {
+        case .null: .null
+        case .bool(let value): value ? .true : .false
+        case .int: .int
+        case .double: .double
+        case .string: .string
+        case .data: .data
+        case .date: .date
+        case .uuid: .uuid
+        case .codable: .codable
+        }
+    }
+
+    /// Appends the tag and the payload. The encoding is canonical: equal values (by `==`,
+    /// except canonically equivalent but differently spelled strings) give equal bytes.
+    package func append(to writer: inout ByteWriter) {
+        writer.append(tag.rawValue)
+        switch self {
+        case .null, .bool: break
+        case .int(let value): writer.appendZigZag(value)
+        case .double(let value): writer.append(value.bitPattern)
+        case .string(let value): writer.appendLengthPrefixed(value.utf8)
+        case .data(let value), .codable(let value): writer.appendLengthPrefixed(value)
+        case .date(let value): writer.append(value.timeIntervalSinceReferenceDate.bitPattern)
+        case .uuid(let value): withUnsafeBytes(of: value.uuid) { writer.append(bytes: $0) }
+        }
+    }
+
+    /// Reads a tag and its payload.
+    ///
+    /// - Throws: `FormatError` for an unknown tag, a payload running past the end, invalid
+    ///   UTF-8 or an invalid varint.
+    package static func read(from reader: inout ByteReader, _ what: @autoclosure () -> String) throws -> Value {
+        let start = reader.position
+        let raw = try reader.read(UInt8.self, "type tag of \(what())")
+        guard let tag = ValueTag(rawValue: raw) else { throw FormatError("unknown value tag \(raw) for \(what())", at: start) }
+        return try read(tag, from: &reader, what())
+    }
+
+    /// Reads the payload of a value whose tag was already read.
+    package static func read(_ tag: ValueTag, from reader: inout ByteReader, _ what: @autoclosure () -> String) throws -> Value {
+        switch tag {
+        case .null: return .null
+        case .false: return .bool(false)
+        case .true: return .bool(true)
+        case .int: return .int(try reader.readZigZag(what()))
+        case .double: return .double(Double(bitPattern: try reader.read(UInt64.self, what())))
+        case .string: return .string(try reader.readString(what()))
+        case .data: return .data(try reader.readLengthPrefixed(what()))
+        case .date: return .date(Date(timeIntervalSinceReferenceDate: Double(bitPattern: try reader.read(UInt64.self, what()))))
+        case .uuid:
+            let b = try reader.readBytes(16, what())
+            return .uuid(UUID(uuid: (b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7],
+                                     b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15])))
+        case .codable: return .codable(try reader.readLengthPrefixed(what()))
+        }
+    }
+
+    /// Moves past the payload of a value whose tag was already read, without building it.
+    package static func skip(_ tag: ValueTag, in reader: inout ByteReader, _ what: @autoclosure () -> String) throws {
+        switch tag {
+        case .null, .false, .true: return
+        case .int: _ = try reader.readVarint(what())
+        case .double, .date: try reader.skip(8, what())
+        case .uuid: try reader.skip(16, what())
+        case .string, .data, .codable: try reader.skip(try reader.readVarint(atMost: reader.remaining, "length of \(what())"), what())
+        }
+    }
+}

@@ -1,0 +1,129 @@
+import FoundationEssentials
+
+/// Converts between Swift property values and ``Value``s: the one place that decides which
+/// Swift types are scalars (stored natively) and which are codable (stored as JSON). Used by
+/// the record encoder and decoder and by entity discovery, so all three always agree.
+enum ValueConversion {
+    /// The attribute type a Swift type is stored as natively, or nil for a codable type.
+    /// `Optional` is not unwrapped here (see `OptionalDecodable`).
+    static func scalarType(of type: Any.Type) -> AttributeType? {
+        switch type {
+        case is Bool.Type: .bool
+        case is String.Type: .string
+        case is Double.Type, is Float.Type: .double
+        case is Date.Type: .date
+        case is UUID.Type: .uuid
+        case is Data.Type, is [UInt8].Type: .data
+        case is any FixedWidthInteger.Type: .int
+        default: nil
+        }
+    }
+
+    /// The value stored for `value`, a property of attribute `attribute`.
+    ///
+    /// - Throws: ``RecordCodingError/integerOutOfRange(attribute:value:type:)`` for an unsigned
+    ///   integer above `Int64.max`; ``RecordCodingError/invalidCodableValue(attribute:type:reason:)``
+    ///   when JSON encoding fails.
+    static func value<T: Encodable>(of value: T, attribute: String) throws(RecordCodingError) -> Value {
+        if let optional = value as? any OptionalEncodable {
+            guard let wrapped = optional.wrappedEncodable else { return .null }
+            return try Self.value(of: wrapped, attribute: attribute)
+        }
+        switch value {
+        case let value as Bool: return .bool(value)
+        case let value as String: return .string(value)
+        case let value as Double: return .double(value)
+        case let value as Float: return .double(Double(value))
+        case let value as Date: return .date(value)
+        case let value as UUID: return .uuid(value)
+        case let value as Data: return .data([UInt8](value))
+        case let value as [UInt8]: return .data(value)
+        case let value as any FixedWidthInteger:
+            guard let int = Int64(exactly: value) else {
+                throw .integerOutOfRange(attribute: attribute, value: "\(value)", type: "Int64")
+            }
+            return .int(int)
+        default:
+            return .codable(try CodableAttributeCoding.encode(value, attribute: attribute))
+        }
+    }
+
+    /// The property value of type `T` for a stored `value`.
+    ///
+    /// - Throws: ``RecordCodingError/missingValue(attribute:type:)`` for `.null` and a
+    ///   non-optional `T`; ``RecordCodingError/typeMismatch(attribute:expected:found:)`` when
+    ///   the stored kind is not `T`'s; ``RecordCodingError/integerOutOfRange(attribute:value:type:)``;
+    ///   ``RecordCodingError/invalidCodableValue(attribute:type:reason:)`` when JSON decoding fails.
+    static func decode<T: Decodable>(_ type: T.Type, from value: Value, attribute: String) throws(RecordCodingError) -> T {
+        if let optionalType = T.self as? any OptionalDecodable.Type {
+            if value.isNull, let absent = optionalType.absent as? T { return absent }
+            return try decodeWrapped(optionalType, from: value, attribute: attribute)
+        }
+        if value.isNull { throw .missingValue(attribute: attribute, type: String(describing: T.self)) }
+        if let scalar = try scalar(T.self, from: value, attribute: attribute) { return scalar }
+        guard case .codable(let bytes) = value else {
+            throw .typeMismatch(attribute: attribute, expected: String(describing: T.self), found: value)
+        }
+        return try CodableAttributeCoding.decode(T.self, from: bytes, attribute: attribute)
+    }
+
+    /// Decodes the `Wrapped` of an optional type and wraps it.
+    private static func decodeWrapped<T: Decodable, O: OptionalDecodable>(_ optionalType: O.Type, from value: Value,
+                                                                      attribute: String) throws(RecordCodingError) -> T
+    {
+        let wrapped = try decode(O.Wrapped.self, from: value, attribute: attribute)
+        guard let result = O.wrapping(wrapped) as? T else {
+            throw .typeMismatch(attribute: attribute, expected: String(describing: T.self), found: value)
+        }
+        return result
+    }
+
+    /// A scalar of type `T` from `value`; nil when `T` is not a scalar type.
+    private static func scalar<T>(_: T.Type, from value: Value, attribute: String) throws(RecordCodingError) -> T? {
+        guard let type = scalarType(of: T.self) else { return nil }
+        let result: Any? =
+            switch (type, value) {
+            case (.bool, .bool(let bool)): bool
+            case (.string, .string(let string)): string
+            case (.double, .double(let double)): T.self == Float.self ? Float(double) : double
+            case (.date, .date(let date)): date
+            case (.uuid, .uuid(let uuid)): uuid
+            case (.data, .data(let bytes)): T.self == Data.self ? Data(bytes) : bytes
+            case (.int, .int(let int)): try integer(T.self, from: int, attribute: attribute)
+            default: nil
+            }
+        guard let typed = result as? T else {
+            throw .typeMismatch(attribute: attribute, expected: String(describing: T.self), found: value)
+        }
+        return typed
+    }
+
+    private static func integer<T>(_: T.Type, from value: Int64, attribute: String) throws(RecordCodingError) -> Any {
+        guard let integerType = T.self as? any FixedWidthInteger.Type, let converted = integerType.init(exactly: value) else {
+            throw .integerOutOfRange(attribute: attribute, value: "\(value)", type: String(describing: T.self))
+        }
+        return converted
+    }
+}
+
+/// `Optional` of an encodable type, seen through a protocol so generic code can unwrap it.
+protocol OptionalEncodable {
+    var wrappedEncodable: (any Encodable)? { get }
+}
+
+extension Optional: OptionalEncodable where Wrapped: Encodable {
+    var wrappedEncodable: (any Encodable)? { self }
+}
+
+/// `Optional` of a decodable type, seen through a protocol so generic code can tell `T?`
+/// from `T` and build either case.
+protocol OptionalDecodable {
+    associatedtype Wrapped: Decodable
+    static var absent: Self { get }
+    static func wrapping(_ wrapped: Wrapped) -> Self
+}
+
+extension Optional: OptionalDecodable where Wrapped: Decodable {
+    static var absent: Self { nil }
+    static func wrapping(_ wrapped: Wrapped) -> Self { .some(wrapped) }
+}
