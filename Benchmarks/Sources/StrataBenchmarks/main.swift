@@ -11,6 +11,8 @@ do {
         status = try BenchmarkDriver(options: options).run()
     case .workload(let name):
         status = WorkloadProcess.run(name: name, options: options)
+    case .part(let qualifiedName):
+        status = PartProcess.run(qualifiedName: qualifiedName, options: options)
     case .writer(let storePath):
         status = RecoveryWriter.run(storePath: storePath, byteLimit: options.writerByteLimit)
     case .list:

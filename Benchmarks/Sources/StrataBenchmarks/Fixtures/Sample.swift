@@ -9,6 +9,14 @@ enum Sample {
         return (0..<count).map { $0 * (total - 1) / (count - 1) }
     }
 
+    /// `count` ids drawn at random (repeats allowed) from `1...maximum`; equal seeds give
+    /// equal ids, in every process.
+    static func randomIDs(count: Int, upTo maximum: UInt64, seed: UInt64) -> [UInt64] {
+        precondition(maximum >= 1, "no ids to draw from")
+        var generator = SplitMix64(seed: seed)
+        return (0..<count).map { _ in UInt64.random(in: 1...maximum, using: &generator) }
+    }
+
     /// A description of where two byte arrays first differ, for error messages.
     static func firstDifference(_ actual: [UInt8], _ expected: [UInt8]) -> String {
         if actual.count != expected.count { return "\(actual.count) bytes instead of \(expected.count)" }

@@ -8,6 +8,26 @@ struct Workload: Sendable {
     /// Runs the measurement in the current process and returns its result. Throws when the
     /// workload cannot run or when what it reads back differs from what it wrote.
     let run: @Sendable (WorkloadContext) throws -> WorkloadResult
+    /// Parts of the workload that `run` has run in processes of their own
+    /// (`context.runPartProcess(name)`), so that the workload process's peak memory is that
+    /// of the Strata work it times: the baseline's half (SQLite), or a setup step that would
+    /// leave its memory high-water mark behind. Each part returns what `run` needs (times,
+    /// sizes, checksums) as a JSON object. Empty for workloads that do everything in `run`.
+    let parts: [String: Part]
+
+    /// A part run in a process of its own.
+    typealias Part = @Sendable (WorkloadContext) throws -> JSONValue
+
+    init(
+        name: String, summary: String,
+        run: @escaping @Sendable (WorkloadContext) throws -> WorkloadResult,
+        parts: [String: Part] = [:]
+    ) {
+        self.name = name
+        self.summary = summary
+        self.run = run
+        self.parts = parts
+    }
 }
 
 /// How big the workloads are: `quick` (the default) for a run of a few minutes, `full` for
@@ -34,6 +54,12 @@ struct WorkloadContext: Sendable {
     /// The path of `name` inside the workload's folder.
     func path(_ name: String) -> String {
         folder.hasSuffix("/") ? folder + name : folder + "/" + name
+    }
+
+    /// Runs part `name` of this workload (`Workload.parts`) in a new process of this
+    /// executable, on the same folder and sizes, waits for it and returns what it reported.
+    func runPartProcess(_ name: String) throws -> PartReport {
+        try PartProcess.spawn(name, of: self)
     }
 
     /// Prints a progress line on standard error (standard output carries the result).

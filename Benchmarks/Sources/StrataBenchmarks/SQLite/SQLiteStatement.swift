@@ -34,6 +34,14 @@ final class SQLiteStatement {
         try check(sqlite3_bind_text(statement, index, value, -1, Self.transient))
     }
 
+    /// Binds UTF-8 bytes as TEXT (the bytes are not checked to be valid UTF-8).
+    func bindText(utf8 bytes: [UInt8], at index: Int32) throws {
+        try check(bytes.withUnsafeBytes { buffer in
+            guard let base = buffer.baseAddress else { return sqlite3_bind_text(statement, index, "", 0, Self.transient) }
+            return sqlite3_bind_text(statement, index, base.assumingMemoryBound(to: CChar.self), Int32(buffer.count), Self.transient)
+        })
+    }
+
     func bind(_ bytes: [UInt8], at index: Int32) throws {
         try check(bytes.withUnsafeBytes { buffer in
             guard let base = buffer.baseAddress else { return sqlite3_bind_zeroblob(statement, index, 0) }
@@ -70,6 +78,14 @@ final class SQLiteStatement {
 
     func text(at column: Int32) -> String? {
         sqlite3_column_text(statement, column).map { String(cString: $0) }
+    }
+
+    /// A TEXT column's UTF-8 bytes, without copying them: valid only until the next
+    /// `step`, `reset`, or read of the same column as another type.
+    func textBytes(at column: Int32) -> UnsafeRawBufferPointer {
+        // The pointer first, then the size (as SQLite's documentation advises).
+        guard let text = sqlite3_column_text(statement, column) else { return UnsafeRawBufferPointer(start: nil, count: 0) }
+        return UnsafeRawBufferPointer(start: text, count: Int(sqlite3_column_bytes(statement, column)))
     }
 
     func blob(at column: Int32) -> [UInt8] {

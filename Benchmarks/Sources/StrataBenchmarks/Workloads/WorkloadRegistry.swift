@@ -7,6 +7,9 @@ enum WorkloadRegistry {
         PageAppendWorkload.workload,
         OpenCleanWorkload.workload,
         OpenRecoverWorkload.workload,
+        TreeInsertWorkload.workload,
+        TreeReadByIDWorkload.workload,
+        TreeScanWorkload.workload,
     ]
 
     /// The workload called `name`, if there is one.

@@ -1,0 +1,96 @@
+/// The reference workload in SQLite, as an app would keep it: table `person` whose INTEGER
+/// PRIMARY KEY (the rowid) is the person's id — the same ids as Strata's records —
+/// `fullName` and `note` as TEXT and `createdAt` as REAL, no other index. Each method
+/// prepares its statement once and runs it for every record.
+struct PersonTable {
+    let database: SQLiteDatabase
+
+    static let createSQL = """
+        CREATE TABLE person(id INTEGER PRIMARY KEY, fullName TEXT NOT NULL, createdAt REAL NOT NULL, note TEXT NOT NULL)
+        """
+
+    /// Creates the table.
+    func create() throws {
+        try database.execute(Self.createSQL)
+    }
+
+    /// Creates a database at `path` holding persons 1...count, inserted in one transaction,
+    /// then closes it.
+    static func createWithPersons(at path: String, count: Int) throws {
+        let database = try SQLiteDatabase(path: path)
+        let table = PersonTable(database: database)
+        try table.create()
+        try database.transaction { try table.insertPersons(count: count) }
+        try database.close()
+    }
+
+    /// Inserts persons 1...count with one prepared INSERT, generating each one as it goes
+    /// and binding its id and three columns. Run it inside a transaction.
+    func insertPersons(count: Int) throws {
+        let insert = try database.prepare("INSERT INTO person(id, fullName, createdAt, note) VALUES (?, ?, ?, ?)")
+        var person = Person()
+        for id in 1...UInt64(count) {
+            person.generate(id: id)
+            try insert.bind(Int64(id), at: 1)
+            try insert.bindText(utf8: person.fullName, at: 2)
+            try insert.bind(person.createdAt, at: 3)
+            try insert.bindText(utf8: person.note, at: 4)
+            try insert.step()
+            try insert.reset()
+        }
+    }
+
+    /// Checks the count and `PersonVerification`'s sample; returns the sample's checksum.
+    func verifyPersons(count: Int) throws -> PersonChecksum {
+        let countQuery = try database.prepare("SELECT count(*) FROM person")
+        guard try countQuery.step() else { throw BenchmarkError.verificationFailed("SQLite: SELECT count(*) returned no row") }
+        try PersonVerification.checkCount(Int(countQuery.int64(at: 0)), expected: count, store: "SQLite")
+
+        let select = try database.prepare("SELECT fullName, createdAt, note FROM person WHERE id = ?")
+        var expected = Person()
+        var checksum = PersonChecksum()
+        for id in PersonVerification.sampleIDs(recordCount: count) {
+            expected.generate(id: id)
+            try select.bind(Int64(id), at: 1)
+            var actual: Person?
+            if try select.step() {
+                var person = Person()
+                person.fullName = Array(select.textBytes(at: 0))
+                person.createdAt = select.double(at: 1)
+                person.note = Array(select.textBytes(at: 2))
+                actual = person
+            }
+            try select.reset()
+            try PersonVerification.checkRecord(actual, equals: expected, id: id, store: "SQLite")
+            checksum.add(expected)
+        }
+        return checksum
+    }
+
+    /// Reads persons `ids` one prepared `SELECT … WHERE id = ?` at a time, in one read
+    /// transaction; returns their checksum. Throws when one is missing.
+    func checksumPersons(ids: [UInt64]) throws -> PersonChecksum {
+        let select = try database.prepare("SELECT fullName, createdAt, note FROM person WHERE id = ?")
+        return try database.transaction {
+            var checksum = PersonChecksum()
+            for id in ids {
+                try select.bind(Int64(id), at: 1)
+                guard try select.step() else { throw BenchmarkError.verificationFailed("SQLite: person \(id) is missing") }
+                checksum.add(fullName: select.textBytes(at: 0), createdAt: select.double(at: 1), note: select.textBytes(at: 2))
+                try select.reset()
+            }
+            return checksum
+        }
+    }
+
+    /// `SELECT count(*) … WHERE note LIKE 'prefix%'`: a full scan of the table. The prefix
+    /// must hold no LIKE wildcards, and, since LIKE ignores ASCII case, no letters whose
+    /// case matters.
+    func countPersons(notePrefix prefix: String) throws -> Int {
+        precondition(!prefix.contains("%") && !prefix.contains("_"), "LIKE wildcards in the prefix")
+        let query = try database.prepare("SELECT count(*) FROM person WHERE note LIKE ?")
+        try query.bind(prefix + "%", at: 1)
+        guard try query.step() else { throw BenchmarkError.verificationFailed("SQLite: SELECT count(*) returned no row") }
+        return Int(query.int64(at: 0))
+    }
+}
