@@ -332,9 +332,10 @@ package final class MemoryFileSystem: FileSystem, Sendable {
             let start = Int(clamping: offset)
             guard start < inode.current.count else { return 0 }
             let count = min(buffer.count, inode.current.count - start)
+            guard count > 0, let destination = buffer.baseAddress else { return 0 }
             state.bytesRead += count
             inode.current.withUnsafeBytes { source in
-                buffer.baseAddress!.copyMemory(from: source.baseAddress! + start, byteCount: count)
+                if let base = source.baseAddress { destination.copyMemory(from: base + start, byteCount: count) }
             }
             return count
         }
