@@ -29,62 +29,59 @@ package final class CachedNode: Sendable {
 
 /// Verified node pages shared by all readers of a store, keyed by page id and the LSN of the
 /// page image — an image never changes, so an entry is valid for every snapshot whose page
-/// table names that LSN. Evicts the least recently used entries past a byte budget.
-/// Thread-safe.
+/// table names that LSN.
+///
+/// Eviction is by generations, O(1) per access: new entries go to the young generation; a hit
+/// in the old generation moves the entry back to the young one; when the young generation
+/// passes half the budget, the old one is dropped and the young one becomes old. Entries used
+/// within the last half-budget of inserts therefore survive. Thread-safe.
 package final class NodeCache: Sendable {
     private struct Key: Hashable {
         var pageID: UInt64
         var lsn: UInt64
     }
 
-    private struct Entry {
-        var node: CachedNode
-        var tick: UInt64
-    }
-
     private struct State {
-        var entries: [Key: Entry] = [:]
-        var bytes = 0
-        var tick: UInt64 = 0
+        var young: [Key: CachedNode] = [:]
+        var old: [Key: CachedNode] = [:]
+        var youngBytes = 0
     }
 
     private let state = Mutex(State())
-    /// The most bytes of pages kept.
+    /// The most bytes of pages kept (about; the two generations together).
     package let budget: Int
 
     package init(budget: Int = 32 << 20) { self.budget = budget }
 
-    /// The node at `pageID` in `snapshot`, from the cache or read, verified and cached.
-    func node(_ pageID: UInt64, in snapshot: Snapshot) throws -> CachedNode {
+    /// The node at `pageID` in `snapshot`, from the cache or read and verified; a node read is
+    /// cached only when `admit` says so (scans admit interior nodes only, so one pass over a
+    /// large tree does not evict what point lookups use).
+    func node(_ pageID: UInt64, in snapshot: Snapshot, admit: (CachedNode) -> Bool = { _ in true }) throws -> CachedNode {
         let location = snapshot.location(of: pageID)
         guard !location.isNone else { throw RecordTreeError.missingPage(pageID: pageID) }
         let key = Key(pageID: pageID, lsn: location.lsn)
+        let budget = budget
         if let node = state.withLock({ state -> CachedNode? in
-            state.tick += 1
-            let tick = state.tick
-            return state.entries[key].map { entry in
-                state.entries[key]?.tick = tick
-                return entry.node
-            }
+            if let node = state.young[key] { return node }
+            guard let node = state.old.removeValue(forKey: key) else { return nil }
+            Self.insert(node, key, into: &state, budget: budget)
+            return node
         }) {
             return node
         }
         guard let page = try snapshot.read(pageID) else { throw RecordTreeError.missingPage(pageID: pageID) }
         let node = try CachedNode(pageID: pageID, bytes: page.bytes)
-        state.withLock { state in
-            state.tick += 1
-            if state.entries.updateValue(Entry(node: node, tick: state.tick), forKey: key) == nil { state.bytes += node.bytes.count }
-            if state.bytes > budget { Self.evict(&state, to: budget * 3 / 4) }
-        }
+        if admit(node) { state.withLock { Self.insert(node, key, into: &$0, budget: budget) } }
         return node
     }
 
-    private static func evict(_ state: inout State, to target: Int) {
-        let oldestFirst = state.entries.sorted { $0.value.tick < $1.value.tick }
-        for (key, entry) in oldestFirst {
-            guard state.bytes > target else { break }
-            state.entries[key] = nil
-            state.bytes -= entry.node.bytes.count
+    private static func insert(_ node: CachedNode, _ key: Key, into state: inout State, budget: Int) {
+        guard state.young.updateValue(node, forKey: key) == nil else { return }
+        state.youngBytes += node.bytes.count
+        if state.youngBytes > budget / 2 {
+            state.old = state.young
+            state.young = [:]
+            state.youngBytes = 0
         }
     }
 }
