@@ -40,24 +40,27 @@ package final class WriteTransaction {
     /// - Parameters:
     ///   - entityID: the entity whose records the page holds (0 when none); stored in the page header.
     ///   - schemaVersion: the schema version the page was encoded with; stored in the page header.
+    ///   - compress: overrides the store's `compression` option for this page.
     /// - Throws: `PageLogError.invalidPageID` for an id never allocated, `.pageTooLarge`,
     ///   or an I/O error (which poisons the store).
-    package func write(_ pageID: UInt64, entityID: UInt32 = 0, schemaVersion: UInt32 = 0, bytes: UnsafeRawBufferPointer) throws {
+    package func write(_ pageID: UInt64, entityID: UInt32 = 0, schemaVersion: UInt32 = 0, bytes: UnsafeRawBufferPointer,
+                       compress: Bool? = nil) throws {
         try checkOpen()
         try checkID(pageID)
         guard bytes.count <= log.options.maximumPageSize else {
             throw PageLogError.pageTooLarge(bytes: bytes.count, maximum: log.options.maximumPageSize)
         }
         var location = try log.append(kind: .page, pageID: pageID, lsn: lsn, entityID: entityID, schemaVersion: schemaVersion,
-                                      payload: bytes, compress: log.options.compression)
+                                      payload: bytes, compress: compress ?? log.options.compression)
         location.lsn = lsn
         changes[pageID] = location
         frameCount += 1
     }
 
     /// Writes the full content of a page from a byte array.
-    package func write(_ pageID: UInt64, entityID: UInt32 = 0, schemaVersion: UInt32 = 0, bytes: [UInt8]) throws {
-        try bytes.withUnsafeBytes { try write(pageID, entityID: entityID, schemaVersion: schemaVersion, bytes: $0) }
+    package func write(_ pageID: UInt64, entityID: UInt32 = 0, schemaVersion: UInt32 = 0, bytes: [UInt8],
+                       compress: Bool? = nil) throws {
+        try bytes.withUnsafeBytes { try write(pageID, entityID: entityID, schemaVersion: schemaVersion, bytes: $0, compress: compress) }
     }
 
     /// Writes a copy of an existing frame under this transaction's LSN (compaction).

@@ -20,6 +20,9 @@ package struct RecordTreeOptions: Sendable {
     /// the node cache reads, verifies and decompresses one node, so smaller leaves make
     /// random reads cheaper; scans and inserts barely notice).
     package var maximumNodeSize = 4 << 10
+    /// Whether leaves may be LZ4-compressed (when the store compresses; default true).
+    /// Uncompressed leaves make lookups that miss the node cache cheaper and the store larger.
+    package var compressLeaves = true
     /// Records larger than this are stored in overflow pages (default 2 KiB).
     package var maximumInlineRecord = 2 << 10
     /// Size of each overflow page (default 1 MiB).

@@ -315,11 +315,16 @@ package final class RecordTreeWriter {
     private func writeDirtyNodes() throws {
         for (pageID, node) in dirty.sorted(by: { $0.key < $1.key }) {
             let bytes: [UInt8]
+            let compress: Bool?
             switch node {
-            case .leaf(let leaf): bytes = leaf.node.encoded()
-            case .interior(let interior): bytes = interior.node.encoded()
+            case .leaf(let leaf):
+                bytes = leaf.node.encoded()
+                compress = options.compressLeaves ? nil : false
+            case .interior(let interior):
+                bytes = interior.node.encoded()
+                compress = nil
             }
-            try transaction.write(pageID, entityID: entityID, schemaVersion: schemaVersion, bytes: bytes)
+            try transaction.write(pageID, entityID: entityID, schemaVersion: schemaVersion, bytes: bytes, compress: compress)
             remember(pageID, node, bytes: bytes.count)
         }
         dirty.removeAll(keepingCapacity: true)
