@@ -25,7 +25,7 @@ let package = Package(
         // Page log: segments, page table, transactions, snapshots, checkpoints, recovery, compaction.
         .target(name: "StrataPageLog", dependencies: ["StrataIO", "StrataFormat"]),
         // Records: record trees (B+trees of records keyed by id) on the page log.
-        .target(name: "StrataRecords", dependencies: ["StrataPageLog", "StrataFormat"]),
+        .target(name: "StrataRecords", dependencies: ["StrataPageLog", "StrataSchema", "StrataFormat"]),
         // Records & schema (pure parts): schema model, checksum, catalog, record encoding, typed records.
         .target(name: "StrataSchema", dependencies: ["StrataFormat"]),
         // The public face.
@@ -36,7 +36,7 @@ let package = Package(
         .testTarget(name: "StrataIOTests", dependencies: ["StrataIO", "StrataTestSupport"]),
         .testTarget(name: "StrataPageLogTests", dependencies: ["StrataPageLog", "StrataFormat", "StrataIO", "StrataTestSupport"],
                     exclude: ["Fixtures"]),  // golden stores, read from the source tree
-        .testTarget(name: "StrataRecordsTests", dependencies: ["StrataRecords", "StrataPageLog", "StrataIO", "StrataTestSupport"]),
+        .testTarget(name: "StrataRecordsTests", dependencies: ["StrataRecords", "StrataSchema", "StrataPageLog", "StrataIO", "StrataTestSupport"]),
         .testTarget(name: "StrataSchemaTests", dependencies: ["StrataSchema", "StrataFormat", "StrataTestSupport"]),
         .testTarget(name: "StrataTests", dependencies: ["Strata", "StrataTestSupport"]),
     ],

@@ -1,0 +1,97 @@
+import StrataFormat
+import StrataPageLog
+import StrataSchema
+
+/// Errors of binding a schema to a store and of typed records.
+package enum SchemaBindingError: Error, Equatable, Sendable, CustomStringConvertible {
+    /// The stored catalog could not be decoded.
+    case corruptCatalog(reason: String)
+    /// The schema could not be registered in the catalog.
+    case registration(String)
+    /// A record type whose entity the bound schema does not have.
+    case unknownEntity(String)
+    /// A typed record could not be encoded or decoded.
+    case recordCoding(String)
+
+    package var description: String {
+        switch self {
+        case .corruptCatalog(let reason): "the stored schema catalog is corrupt: \(reason)"
+        case .registration(let reason): "the schema cannot be registered: \(reason)"
+        case .unknownEntity(let name): "the schema has no entity named \(name)"
+        case .recordCoding(let reason): reason
+        }
+    }
+}
+
+/// A schema bound to a store's catalog: the catalog version it registered as, and the stable
+/// entity and attribute ids typed records are stored under.
+///
+/// Lightweight schema changes cost nothing here: a record is stored as (attribute id → value),
+/// so a record written under an older version is read through the current version's ids —
+/// a renamed attribute keeps its id, a dropped one is ignored, an added one takes its default.
+/// No page is rewritten when the schema changes (Architecture.md, invariant 18).
+package struct SchemaBinding: Sendable {
+    package let catalog: SchemaCatalog
+    package let versionID: UInt32
+    package let version: CatalogVersion
+
+    /// The entity id of an entity name.
+    package func entityID(of name: String) throws -> UInt32 {
+        guard let entity = version.entity(named: name) else { throw SchemaBindingError.unknownEntity(name) }
+        return entity.id
+    }
+
+    /// A typed record's entity id and bytes.
+    package func encode<Record: PersistentRecord>(_ record: Record) throws -> (entityID: UInt32, bytes: [UInt8]) {
+        let entityID = try entityID(of: Record.entityName)
+        do {
+            return (entityID, try RecordEncoder().encode(record, attributeIDs: version.attributeIDs(ofEntity: entityID)))
+        } catch {
+            throw SchemaBindingError.recordCoding("\(error)")
+        }
+    }
+
+    /// A typed record from bytes written under any catalog version: attributes are named by
+    /// this version's ids; attributes absent from the bytes take this version's defaults.
+    package func decode<Record: PersistentRecord>(_ type: Record.Type, from bytes: [UInt8]) throws -> Record {
+        let entityID = try entityID(of: Record.entityName)
+        do {
+            var values = try RecordCodec.decode(bytes)
+            var names: [UInt32: String] = [:]
+            for attribute in version.resolvedAttributes(ofEntity: entityID) {
+                names[attribute.id] = attribute.name
+                if values[attribute.id] == nil, !attribute.defaultValue.isNull { values[attribute.id] = attribute.defaultValue }
+            }
+            return try RecordDecoder().decode(type, from: values, attributeNames: names)
+        } catch let error as FormatError {
+            throw SchemaBindingError.recordCoding("a stored \(Record.entityName) record is corrupt: \(error.reason)")
+        } catch {
+            throw SchemaBindingError.recordCoding("\(error)")
+        }
+    }
+}
+
+extension RecordStore {
+    /// Binds `schema` to the store: decodes the stored catalog, registers the schema (a new
+    /// catalog version only when its shape is new to the catalog) and stores the catalog if it
+    /// changed — in one durable transaction. Costs the same whatever the store's size.
+    package func bind(_ schema: Schema) throws -> SchemaBinding {
+        try write { records in
+            var catalog = SchemaCatalog()
+            if let bytes = try records.catalogBytes() {
+                do { catalog = try SchemaCatalog.decode(bytes) } catch {
+                    throw SchemaBindingError.corruptCatalog(reason: "\(error)")
+                }
+            }
+            let registered: (catalog: SchemaCatalog, versionID: UInt32)
+            do { registered = try catalog.register(schema) } catch {
+                throw SchemaBindingError.registration("\(error)")
+            }
+            if registered.catalog != catalog { try records.setCatalog(registered.catalog.encoded()) }
+            guard let version = registered.catalog.version(id: registered.versionID) else {
+                throw SchemaBindingError.registration("version \(registered.versionID) is missing after registration")
+            }
+            return SchemaBinding(catalog: registered.catalog, versionID: registered.versionID, version: version)
+        }
+    }
+}
