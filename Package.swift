@@ -1,7 +1,7 @@
 // swift-tools-version:6.0
 // Strata — an embeddable, log-structured storage engine with its own on-disk format.
 // Layers (each target imports only the ones below it):
-//   StrataIO → StrataFormat → StrataPageLog → Strata (public API)
+//   StrataIO, StrataFormat → StrataPageLog → StrataSchema + StrataRecords → Strata (public API)
 import PackageDescription
 
 let package = Package(
