@@ -12,6 +12,9 @@ package enum SchemaBindingError: Error, Equatable, Sendable, CustomStringConvert
     case unknownEntity(String)
     /// A typed record could not be encoded or decoded.
     case recordCoding(String)
+    /// The schema differs from the store's in ways that need a migration plan; lists every
+    /// difference, those that are not lightweight first.
+    case schemaMismatch(stored: String, current: String, differences: [SchemaDifference])
 
     package var description: String {
         switch self {
@@ -19,6 +22,9 @@ package enum SchemaBindingError: Error, Equatable, Sendable, CustomStringConvert
         case .registration(let reason): "the schema cannot be registered: \(reason)"
         case .unknownEntity(let name): "the schema has no entity named \(name)"
         case .recordCoding(let reason): reason
+        case .schemaMismatch(let stored, let current, let differences):
+            "the store's schema (version \(stored)) differs from the app's (version \(current)) in ways that need a migration plan: "
+                + differences.map { ($0.isLightweight ? "" : "[needs migration] ") + $0.description }.joined(separator: "; ")
         }
     }
 }
@@ -75,6 +81,10 @@ extension RecordStore {
     /// Binds `schema` to the store: decodes the stored catalog, registers the schema (a new
     /// catalog version only when its shape is new to the catalog) and stores the catalog if it
     /// changed — in one durable transaction. Costs the same whatever the store's size.
+    ///
+    /// - Throws: `SchemaBindingError.schemaMismatch` (storing nothing) when the schema differs
+    ///   from the store's newest version in a way that is not lightweight; `.corruptCatalog`;
+    ///   `.registration` for an invalid schema.
     package func bind(_ schema: Schema) throws -> SchemaBinding {
         try write { records in
             var catalog = SchemaCatalog()
@@ -87,10 +97,18 @@ extension RecordStore {
             do { registered = try catalog.register(schema) } catch {
                 throw SchemaBindingError.registration("\(error)")
             }
-            if registered.catalog != catalog { try records.setCatalog(registered.catalog.encoded()) }
             guard let version = registered.catalog.version(id: registered.versionID) else {
                 throw SchemaBindingError.registration("version \(registered.versionID) is missing after registration")
             }
+            if let previous = catalog.latest, previous.id != version.id {
+                let differences = version.differences(from: previous)
+                if differences.contains(where: { !$0.isLightweight }) {
+                    throw SchemaBindingError.schemaMismatch(
+                        stored: "\(previous.schemaVersion)", current: "\(version.schemaVersion)",
+                        differences: differences.filter { !$0.isLightweight } + differences.filter(\.isLightweight))
+                }
+            }
+            if registered.catalog != catalog { try records.setCatalog(registered.catalog.encoded()) }
             return SchemaBinding(catalog: registered.catalog, versionID: registered.versionID, version: version)
         }
     }

@@ -86,6 +86,32 @@ enum PersonV2 {
         #expect(try binding.decode(PersonV2.Person.self, from: stored) == newcomer)
     }
 
+    /// A change that is not lightweight is refused with every difference listed, and nothing is
+    /// stored: the store still opens with the old schema.
+    @Test func aTypeChangeWithoutAPlanIsASchemaMismatch() throws {
+        struct PersonV3: PersistentRecord {
+            static var entityName: String { "Person" }
+            var fullName: String
+            var createdAt: Double  // was a date
+            var note: String
+        }
+        let fs = MemoryFileSystem()
+        let store = RecordStore(log: try PageLog.open(directory: "/s", fileSystem: fs))
+        let v1 = try Schema(version: .init(1, 0, 0), types: [PersonV1.Person.self])
+        _ = try store.bind(v1)
+        let catalogBefore = try store.snapshot().catalogBytes()
+        do {
+            _ = try store.bind(try Schema(version: .init(3, 0, 0), types: [PersonV3.self]))
+            Issue.record("a type change was accepted without a migration plan")
+        } catch SchemaBindingError.schemaMismatch(let stored, let current, let differences) {
+            #expect(stored == "1.0.0" && current == "3.0.0")
+            #expect(differences.map(\.description) == ["Person.createdAt changed type from date to double"])
+            #expect(differences.allSatisfy { !$0.isLightweight })
+        }
+        #expect(try store.snapshot().catalogBytes() == catalogBefore)
+        #expect(try store.bind(v1).versionID == 1)
+    }
+
     @Test func aDamagedCatalogIsATypedError() throws {
         let fs = MemoryFileSystem()
         let store = RecordStore(log: try PageLog.open(directory: "/s", fileSystem: fs))

@@ -1,0 +1,75 @@
+import Testing
+import StrataSchema
+
+@Suite struct SchemaDifferenceTests {
+    static let base = Schema(version: .init(1, 0, 0), [
+        Entity("Person", attributes: [
+            .string("name"), .int("age", options: [.indexed]), .string("nickname", isOptional: true),
+            .string("email"), .codable("address", typeName: "AddressV1"),
+        ]),
+        Entity("Pet", attributes: [.string("name")]),
+    ])
+
+    /// The differences between `base` and `changed`, as registered one after the other.
+    static func differences(_ changed: Schema) throws -> [SchemaDifference] {
+        let (first, firstID) = try SchemaCatalog().register(base)
+        let (second, secondID) = try first.register(changed)
+        let older = try #require(second.version(id: firstID)), newer = try #require(second.version(id: secondID))
+        return newer.differences(from: older)
+    }
+
+    static func person(_ attributes: [Attribute], originalName: String? = nil, name: String = "Person") -> Schema {
+        Schema(version: .init(2, 0, 0), [Entity(name, originalName: originalName, attributes: attributes), Entity("Pet", attributes: [.string("name")])])
+    }
+
+    static let baseAttributes: [Attribute] = [
+        .string("name"), .int("age", options: [.indexed]), .string("nickname", isOptional: true),
+        .string("email"), .codable("address", typeName: "AddressV1"),
+    ]
+
+    @Test func lightweightChangesAreRecognised() throws {
+        var attributes = Self.baseAttributes
+        attributes[3] = .string("mail", originalName: "email")                   // rename
+        attributes[1] = .int("age")                                              // index removed
+        attributes[2] = .string("nickname")                                      // … stays optional? no: becomes required
+        attributes.append(.bool("isFavorite", default: false))                   // added with default
+        attributes.append(.date("seenAt", isOptional: true))                     // added optional
+        attributes[4] = .codable("address", typeName: "AddressV2")               // codable type name
+        let found = try Self.differences(Self.person(attributes, originalName: "Human", name: "Person"))
+        let byDescription = Dictionary(found.map { ($0.description, $0.isLightweight) }, uniquingKeysWith: { a, _ in a })
+        #expect(byDescription["Person.email renamed mail"] == true)
+        #expect(byDescription["Person.age is no longer indexed"] == true)
+        #expect(byDescription["Person.isFavorite added (with a default)"] == true)
+        #expect(byDescription["Person.seenAt added (optional)"] == true)
+        #expect(byDescription["Person.address changed type from codable(AddressV1) to codable(AddressV2)"] == true)
+        #expect(byDescription["Person.nickname became required (no default)"] == false)
+        #expect(found.count == 6, "\(found.map(\.description))")
+    }
+
+    @Test func changesThatNeedAMigrationAreFlagged() throws {
+        var attributes = Self.baseAttributes
+        attributes[1] = .double("age", options: [.indexed])                     // type change
+        attributes[0] = .string("name", options: [.unique])                     // unique added
+        attributes.append(.string("code"))                                       // required, no default
+        attributes.remove(at: 3)                                                 // email removed (lightweight)
+        let found = try Self.differences(Self.person(attributes))
+        let blocking = Set(found.filter { !$0.isLightweight }.map(\.description))
+        #expect(blocking == ["Person.age changed type from int to double", "Person.name became unique",
+                             "Person.code added (required, no default)"])
+        #expect(found.contains { $0.description == "Person.email removed" && $0.isLightweight })
+    }
+
+    @Test func entitiesAddedRemovedAndRenamed() throws {
+        let changed = Schema(version: .init(2, 0, 0), [
+            Entity("Human", originalName: "Person", attributes: Self.baseAttributes),
+            Entity("Toy", attributes: [.string("name")]),
+        ])
+        let found = Set(try Self.differences(changed).map(\.description))
+        #expect(found == ["entity Person renamed Human", "entity Toy added", "entity Pet removed"])
+    }
+
+    @Test func identicalShapesHaveNoDifferences() throws {
+        let same = Schema(version: .init(1, 1, 0), Self.base.entities.reversed())
+        #expect(try Self.differences(same).isEmpty)
+    }
+}
