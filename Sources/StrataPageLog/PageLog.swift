@@ -115,12 +115,15 @@ package final class PageLog: Sendable {
         guard length >= UInt32(FrameHeader.size), Int(length) <= FrameHeader.maximumFrameLength else {
             throw PageLogError.corruption(file: file.path, offset: offset, reason: "frame length \(length) out of range")
         }
-        let bytes: [UInt8]
-        do { bytes = try file.read(count: Int(length), at: offset) } catch let error as IOError { throw PageLogError.io(error) }
-        guard bytes.count == Int(length) else {
-            throw PageLogError.corruption(file: file.path, offset: offset, reason: "frame of \(length) bytes cut short at end of file (\(bytes.count) bytes)")
-        }
-        return try bytes.withUnsafeBytes { raw in
+        // The frame is read into a temporary buffer (on the stack when small); only the payload
+        // returned is allocated.
+        return try withUnsafeTemporaryAllocation(byteCount: Int(length), alignment: 8) { buffer in
+            let got: Int
+            do { got = try file.read(into: buffer, at: offset) } catch let error as IOError { throw PageLogError.io(error) }
+            guard got == Int(length) else {
+                throw PageLogError.corruption(file: file.path, offset: offset, reason: "frame of \(length) bytes cut short at end of file (\(got) bytes)")
+            }
+            let raw = UnsafeRawBufferPointer(buffer)
             do {
                 let header = try FrameHeader.decode(raw)
                 guard header.frameLength == Int(length) else {
