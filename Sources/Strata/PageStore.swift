@@ -59,6 +59,9 @@ public final class PageStore: Sendable {
         public var lastLSN: UInt64
         /// Pages present.
         public var pageCount: Int
+        /// fdatasync calls on the log since the store was opened; below the number of durable
+        /// commits when concurrent commits share syncs (group commit).
+        public var syncs: Int
     }
 
     /// What opening the store found.
@@ -142,7 +145,7 @@ public final class PageStore: Sendable {
     public var statistics: Statistics {
         let statistics = log.statistics
         return Statistics(logBytes: statistics.logBytes, liveBytes: statistics.liveBytes, segmentCount: statistics.segmentCount,
-                          lastLSN: statistics.lastLSN, pageCount: statistics.pageCount)
+                          lastLSN: statistics.lastLSN, pageCount: statistics.pageCount, syncs: statistics.segmentSyncs)
     }
 
     /// What opening the store found.

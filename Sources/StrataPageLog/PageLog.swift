@@ -37,6 +37,9 @@ package final class PageLog: Sendable {
     let syncLock = Mutex<Void>(())
     /// Set by the first failed write or sync; the instance refuses writes after it.
     let failure = Mutex<String?>(nil)
+    /// fdatasync calls on segment files so far (group commit makes this smaller than the
+    /// number of durable commits when commits overlap).
+    let segmentSyncs = Atomic<Int>(0)
     package let backgroundCompactionScheduled = Atomic<Bool>(false)
     /// The last error of a background compaction, if any.
     package let backgroundError = Mutex<String?>(nil)
@@ -207,7 +210,8 @@ package final class PageLog: Sendable {
     package var statistics: PageLogStatistics {
         writerLock.withLock { _ in
             PageLogStatistics(logBytes: writer.totalLogBytes, liveBytes: writer.totalLiveBytes, segmentCount: writer.usage.count,
-                              lastLSN: writer.lastLSN, pageCount: writer.table.count, checkpointEpoch: writer.superblock.epoch)
+                              lastLSN: writer.lastLSN, pageCount: writer.table.count, checkpointEpoch: writer.superblock.epoch,
+                              segmentSyncs: segmentSyncs.load(ordering: .relaxed))
         }
     }
 
@@ -235,6 +239,7 @@ package final class PageLog: Sendable {
             try checkWritableIgnoringClose()
             let (file, flushed) = shared.withLock { ($0.flushedFile, $0.flushedPosition) }
             try io { try file.sync() }
+            segmentSyncs.add(1, ordering: .relaxed)
             durable.withLock { $0 = max($0, flushed) }
         }
     }
@@ -298,6 +303,7 @@ package final class PageLog: Sendable {
         let position = writer.endPosition
         try syncLock.withLock { _ in
             try io { try file.sync() }
+            segmentSyncs.add(1, ordering: .relaxed)
             durable.withLock { $0 = max($0, position) }
         }
     }

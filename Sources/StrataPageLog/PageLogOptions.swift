@@ -84,4 +84,6 @@ package struct PageLogStatistics: Sendable, Equatable {
     package var lastLSN: UInt64
     package var pageCount: Int
     package var checkpointEpoch: UInt64
+    /// fdatasync calls on segment files since the store was opened.
+    package var segmentSyncs: Int
 }

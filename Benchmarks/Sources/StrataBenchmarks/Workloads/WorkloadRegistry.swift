@@ -7,6 +7,7 @@ enum WorkloadRegistry {
         PageAppendWorkload.workload,
         OpenCleanWorkload.workload,
         OpenRecoverWorkload.workload,
+        GroupCommitWorkload.workload,
         TreeInsertWorkload.workload,
         TreeReadByIDWorkload.workload,
         TreeScanWorkload.workload,
