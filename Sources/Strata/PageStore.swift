@@ -8,44 +8,11 @@ import StrataPageLog
 /// use the record API. Thread-safe: one write transaction runs at a time, reads never wait.
 @_spi(Engine)
 public final class PageStore: Sendable {
-    /// Tuning of a page store.
-    public struct Options: Sendable {
-        /// A new segment file is started when the next frame would pass this size (default 64 MiB).
-        public var segmentSize: Int
-        /// Bytes of log between automatic checkpoints; bounds recovery time (default 64 MiB).
-        public var checkpointInterval: Int
-        /// Compress pages with LZ4 when it saves at least 1/8 (default true).
-        public var compression: Bool
-        /// Compact in the background when the log passes twice the live data (default true).
-        public var automaticCompaction: Bool
-
-        /// The defaults.
-        public init() {
-            let defaults = PageLogOptions()
-            segmentSize = defaults.segmentSize
-            checkpointInterval = defaults.checkpointInterval
-            compression = defaults.compression
-            automaticCompaction = defaults.automaticCompaction
-        }
-
-        var pageLogOptions: PageLogOptions {
-            var options = PageLogOptions()
-            options.segmentSize = segmentSize
-            options.checkpointInterval = checkpointInterval
-            options.compression = compression
-            options.automaticCompaction = automaticCompaction
-            return options
-        }
-    }
+    /// Tuning of a page store (the same options a `Store` takes).
+    public typealias Options = StorageOptions
 
     /// When a commit is durable.
-    public enum Durability: Sendable {
-        /// On stable storage when `write` returns (concurrent committers share one fdatasync).
-        case durable
-        /// Crash-consistent, not yet synced: a crash may lose this and later commits, never
-        /// part of one (like SQLite's `synchronous=NORMAL`).
-        case relaxed
-    }
+    public typealias Durability = Strata.Durability
 
     /// Counters describing a store.
     public struct Statistics: Sendable {
@@ -117,7 +84,7 @@ public final class PageStore: Sendable {
     /// Runs `body` as one atomic transaction; if it throws, nothing it wrote is visible.
     public func write<T>(durability: Durability = .durable, _ body: (Transaction) throws -> T) throws -> T {
         try translatingErrors {
-            try log.write(durability: durability == .durable ? .durable : .relaxed) { try body(Transaction($0)) }
+            try log.write(durability: durability.pageLogDurability) { try body(Transaction($0)) }
         }
     }
 

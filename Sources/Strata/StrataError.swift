@@ -26,6 +26,17 @@ public enum StrataError: Error, Sendable, Equatable, CustomStringConvertible {
     case closed
     /// A record with this id already exists.
     case duplicateRecordID(UInt64)
+    /// The app's schema differs from the store's in ways that need a migration plan; each
+    /// difference is described, those that need a migration marked.
+    case schemaMismatch(stored: String, current: String, differences: [String])
+    /// The schema is not valid (or an entity could not be derived from a record type).
+    case invalidSchema(reason: String)
+    /// The store's schema has no entity for this record type.
+    case unknownEntity(String)
+    /// A record could not be encoded, or a stored record could not be read as its type.
+    case recordCoding(reason: String)
+    /// There is no record with this identifier.
+    case recordNotFound(String)
 
     /// Whether the device or quota was full (`ENOSPC` or `EDQUOT` on Linux).
     public var isOutOfSpace: Bool {
@@ -46,6 +57,25 @@ public enum StrataError: Error, Sendable, Equatable, CustomStringConvertible {
         case .invalidPageID(let id): "page id \(id) was never allocated"
         case .closed: "the store is closed"
         case .duplicateRecordID(let id): "a record with id \(id) already exists"
+        case .schemaMismatch(let stored, let current, let differences):
+            "the store's schema (version \(stored)) differs from the app's (version \(current)) in ways that need a migration plan: "
+                + differences.joined(separator: "; ")
+        case .invalidSchema(let reason): "invalid schema: \(reason)"
+        case .unknownEntity(let name): "the store's schema has no entity \(name)"
+        case .recordCoding(let reason): reason
+        case .recordNotFound(let id): "no record \(id)"
+        }
+    }
+
+    init(_ error: SchemaBindingError) {
+        switch error {
+        case .corruptCatalog(let reason): self = .corruption(file: "schema catalog", offset: 0, reason: reason)
+        case .registration(let reason): self = .invalidSchema(reason: reason)
+        case .unknownEntity(let name): self = .unknownEntity(name)
+        case .recordCoding(let reason): self = .recordCoding(reason: reason)
+        case .schemaMismatch(let stored, let current, let differences):
+            self = .schemaMismatch(stored: stored, current: current,
+                                   differences: differences.map { ($0.isLightweight ? "" : "[needs migration] ") + $0.description })
         }
     }
 
@@ -79,6 +109,8 @@ func translatingErrors<T>(_ body: () throws -> T) throws -> T {
     } catch let error as PageLogError {
         throw StrataError(error)
     } catch let error as RecordTreeError {
+        throw StrataError(error)
+    } catch let error as SchemaBindingError {
         throw StrataError(error)
     }
 }

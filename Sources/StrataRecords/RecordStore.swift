@@ -96,6 +96,16 @@ package final class RecordTransaction {
         return entity.nextRowID
     }
 
+    /// Records that `rowID` of an entity is in use (handed out outside this transaction, e.g.
+    /// by a context), so it is never handed out again.
+    package func reserve(_ rowID: UInt64, for entityID: UInt32) {
+        var entity = root.entities[entityID] ?? StoreRoot.EntityTree()
+        guard rowID >= entity.nextRowID else { return }
+        entity.nextRowID = rowID + 1
+        root.entities[entityID] = entity
+        rootChanged = true
+    }
+
     /// Replaces the stored schema catalog.
     package func setCatalog(_ bytes: [UInt8]) throws {
         if root.catalogPageID == 0 {

@@ -29,6 +29,7 @@ enum ValueConversion {
             guard let wrapped = optional.wrappedEncodable else { return .null }
             return try Self.value(of: wrapped, attribute: attribute)
         }
+        let dynamicType = type(of: value as Any)
         switch value {
         case let value as Bool: return .bool(value)
         case let value as String: return .string(value)
@@ -37,7 +38,8 @@ enum ValueConversion {
         case let value as Date: return .date(value)
         case let value as UUID: return .uuid(value)
         case let value as Data: return .data([UInt8](value))
-        case let value as [UInt8]: return .data(value)
+        // `as [UInt8]` alone would also match an empty array of any element type.
+        case let bytes as [UInt8] where dynamicType == [UInt8].self: return .data(bytes)
         case let value as any FixedWidthInteger:
             guard let int = Int64(exactly: value) else {
                 throw .integerOutOfRange(attribute: attribute, value: "\(value)", type: "Int64")

@@ -71,3 +71,19 @@ import StrataTestSupport
         #expect(!Attribute.string("a", default: "x").accepts(.null))
     }
 }
+
+/// Regression: an empty array of another element type was stored as bytes (Swift casts an
+/// empty `[String]` to `[UInt8]`), and could not be read back.
+@Suite struct EmptyArrayRegressionTests {
+    struct Tagged: PersistentRecord, Equatable {
+        var tags: [String]
+        var counts: [Int]
+    }
+
+    @Test func emptyArraysOfOtherTypesStayCodable() throws {
+        let record = Tagged(tags: [], counts: [])
+        let values = try RecordEncoder().encode(record)
+        #expect(values["tags"].map { if case .codable = $0 { true } else { false } } == true)
+        #expect(try RecordDecoder().decode(Tagged.self, from: values) == record)
+    }
+}

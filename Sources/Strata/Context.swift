@@ -1,0 +1,191 @@
+import FoundationEssentials
+import StrataRecords
+
+/// A unit of work on a `Store` (SwiftData's `ModelContext`): insert, update and delete
+/// records, read them back (changes included), then `save()` them all atomically — or
+/// `rollback()` to forget them.
+///
+/// Reads see the latest saved state of the store plus this context's unsaved changes; each
+/// read takes a consistent snapshot, so a read never sees part of another context's save.
+///
+/// Not thread-safe: use a context from one thread or task at a time (make one per task).
+public final class Context {
+    /// The store this context works on.
+    public let store: Store
+    /// Who makes the changes; recorded with each save (the history journal will carry it).
+    public var author: String?
+
+    private enum Change {
+        case upsert([UInt8], isNew: Bool)
+        case delete
+    }
+
+    /// Unsaved changes by entity id, then record id.
+    private var changes: [UInt32: [UInt64: Change]] = [:]
+
+    /// A context on `store`.
+    public init(_ store: Store, author: String? = nil) {
+        self.store = store
+        self.author = author
+    }
+
+    /// Whether there are unsaved changes.
+    public var hasChanges: Bool { changes.values.contains { !$0.isEmpty } }
+
+    // MARK: Changing
+
+    /// Inserts a record (saved by the next `save()`) and returns its new identifier.
+    /// - Throws: `StrataError.unknownEntity` when the store's schema has no entity for the
+    ///   type; `.recordCoding` when a value cannot be encoded.
+    @discardableResult
+    public func insert<Record: PersistentRecord>(_ record: Record) throws -> RecordID<Record> {
+        let (entityID, bytes) = try encode(record)
+        let id = store.allocateID(for: entityID)
+        changes[entityID, default: [:]][id] = .upsert(bytes, isNew: true)
+        return RecordID(rawValue: id)
+    }
+
+    /// Replaces the values of an existing record.
+    /// - Throws: `StrataError.recordNotFound` when there is no such record (or it was deleted).
+    public func update<Record: PersistentRecord>(_ id: RecordID<Record>, to record: Record) throws {
+        let (entityID, bytes) = try encode(record)
+        guard try exists(entityID, id.rawValue) else { throw StrataError.recordNotFound(id.description) }
+        let isNew: Bool
+        if case .upsert(_, true)? = changes[entityID]?[id.rawValue] { isNew = true } else { isNew = false }
+        changes[entityID, default: [:]][id.rawValue] = .upsert(bytes, isNew: isNew)
+    }
+
+    /// Deletes a record; deleting a record that does not exist does nothing.
+    public func delete<Record: PersistentRecord>(_ id: RecordID<Record>) throws {
+        let entityID = try entity(of: Record.self)
+        if case .upsert(_, true)? = changes[entityID]?[id.rawValue] {
+            changes[entityID]?[id.rawValue] = nil  // never saved: nothing to delete
+        } else if try exists(entityID, id.rawValue) {
+            changes[entityID, default: [:]][id.rawValue] = .delete
+        }
+    }
+
+    /// Deletes every record of `type` the predicate accepts (all of them when nil) and returns
+    /// how many.
+    @discardableResult
+    public func delete<Record: PersistentRecord>(_ type: Record.Type, where predicate: Predicate<Record>? = nil) throws -> Int {
+        let matches = try fetch(FetchDescriptor<Record>(predicate: predicate))
+        for match in matches { try delete(match.id) }
+        return matches.count
+    }
+
+    /// Writes every change atomically; afterwards other contexts see them all. With the store's
+    /// `.durable` configuration the changes are on stable storage when this returns.
+    /// On error nothing is saved and the changes stay in the context.
+    public func save() throws {
+        guard hasChanges else { return }
+        let binding = store.binding
+        try translatingErrors {
+            try store.records.write(durability: store.configuration.durability.pageLogDurability) { transaction in
+                for (entityID, entityChanges) in changes.sorted(by: { $0.key < $1.key }) {
+                    let tree = transaction.tree(for: entityID, schemaVersion: binding.versionID)
+                    for (id, change) in entityChanges.sorted(by: { $0.key < $1.key }) {
+                        switch change {
+                        case .upsert(let bytes, let isNew):
+                            if isNew {
+                                transaction.reserve(id, for: entityID)
+                                try tree.insert(id, bytes: bytes)
+                            } else if try !tree.update(id, bytes: bytes) {
+                                throw StrataError.recordNotFound("record \(id) of entity \(entityID) (deleted by another context)")
+                            }
+                        case .delete:
+                            try tree.delete(id)
+                        }
+                    }
+                }
+            }
+        }
+        changes.removeAll()
+    }
+
+    /// Forgets every unsaved change.
+    public func rollback() {
+        changes.removeAll()
+    }
+
+    // MARK: Reading
+
+    /// The record with this identifier, unsaved changes included, or nil.
+    public func record<Record: PersistentRecord>(for id: RecordID<Record>) throws -> Record? {
+        let entityID = try entity(of: Record.self)
+        switch changes[entityID]?[id.rawValue] {
+        case .upsert(let bytes, _)?: return try decode(Record.self, bytes)
+        case .delete?: return nil
+        case nil:
+            let snapshot = try translatingErrors { try store.records.snapshot() }
+            guard let bytes = try translatingErrors({ try snapshot.reader(for: entityID).get(id.rawValue) }) else { return nil }
+            return try decode(Record.self, bytes)
+        }
+    }
+
+    /// The records a descriptor selects, in its order, with their identifiers; unsaved changes
+    /// included.
+    /// - Throws: `.recordCoding` for a stored record that cannot be read as `Record`; an error
+    ///   the predicate throws; storage errors.
+    public func fetch<Record: PersistentRecord>(_ descriptor: FetchDescriptor<Record>) throws -> [Identified<Record>] {
+        let entityID = try entity(of: Record.self)
+        let pending = changes[entityID] ?? [:]
+        var results: [Identified<Record>] = []
+        func consider(_ id: UInt64, _ bytes: [UInt8]) throws {
+            let record = try decode(Record.self, bytes)
+            if let predicate = descriptor.predicate, try !predicate.evaluate(record) { return }
+            results.append(Identified(id: RecordID(rawValue: id), record: record))
+        }
+        let snapshot = try translatingErrors { try store.records.snapshot() }
+        try translatingErrors {
+            try snapshot.reader(for: entityID).scan { id, bytes in
+                if pending[id] == nil { try consider(id, Array(bytes)) }
+                return true
+            }
+        }
+        for (id, change) in pending.sorted(by: { $0.key < $1.key }) {
+            if case .upsert(let bytes, _) = change { try consider(id, bytes) }
+        }
+        results.sort { a, b in
+            for key in descriptor.sortBy {
+                if let precedes = key.precedes(a.record, b.record) { return precedes }
+            }
+            return a.id < b.id
+        }
+        let offset = min(results.count, max(0, descriptor.fetchOffset ?? 0))
+        let limit = descriptor.fetchLimit.map { max(0, $0) } ?? results.count
+        return Array(results[offset...].prefix(limit))
+    }
+
+    /// How many records a descriptor selects (limit and offset applied), unsaved changes included.
+    public func fetchCount<Record: PersistentRecord>(_ descriptor: FetchDescriptor<Record>) throws -> Int {
+        try fetch(descriptor).count
+    }
+
+    // MARK: Helpers
+
+    private func entity<Record: PersistentRecord>(of type: Record.Type) throws -> UInt32 {
+        do { return try store.binding.entityID(of: Record.entityName) } catch {
+            throw StrataError.unknownEntity(Record.entityName)
+        }
+    }
+
+    private func encode<Record: PersistentRecord>(_ record: Record) throws -> (UInt32, [UInt8]) {
+        _ = try entity(of: Record.self)
+        do { return try store.binding.encode(record) } catch { throw StrataError.recordCoding(reason: "\(error)") }
+    }
+
+    private func decode<Record: PersistentRecord>(_ type: Record.Type, _ bytes: [UInt8]) throws -> Record {
+        do { return try store.binding.decode(type, from: bytes) } catch { throw StrataError.recordCoding(reason: "\(error)") }
+    }
+
+    private func exists(_ entityID: UInt32, _ id: UInt64) throws -> Bool {
+        switch changes[entityID]?[id] {
+        case .upsert?: return true
+        case .delete?: return false
+        case nil:
+            let snapshot = try translatingErrors { try store.records.snapshot() }
+            return try translatingErrors { try snapshot.reader(for: entityID).get(id) } != nil
+        }
+    }
+}

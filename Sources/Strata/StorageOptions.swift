@@ -1,0 +1,43 @@
+import StrataPageLog
+
+/// When a commit (a `Context.save()`) is durable.
+public enum Durability: Sendable {
+    /// On stable storage when the call returns (concurrent committers share one fdatasync).
+    case durable
+    /// Crash-consistent but not yet synced: a power loss may lose this and later commits,
+    /// never part of one (like SQLite's `synchronous=NORMAL`). Synced by the next durable
+    /// commit, checkpoint or close.
+    case relaxed
+
+    var pageLogDurability: StrataPageLog.Durability { self == .durable ? .durable : .relaxed }
+}
+
+/// Tuning of the storage under a store.
+public struct StorageOptions: Sendable {
+    /// A new segment file is started when the next frame would pass this size (default 64 MiB).
+    public var segmentSize: Int
+    /// Bytes of log between automatic checkpoints; bounds recovery time (default 64 MiB).
+    public var checkpointInterval: Int
+    /// Compress pages with LZ4 when it saves at least 1/8 (default true).
+    public var compression: Bool
+    /// Compact in the background when the log passes twice the live data (default true).
+    public var automaticCompaction: Bool
+
+    /// The defaults.
+    public init() {
+        let defaults = PageLogOptions()
+        segmentSize = defaults.segmentSize
+        checkpointInterval = defaults.checkpointInterval
+        compression = defaults.compression
+        automaticCompaction = defaults.automaticCompaction
+    }
+
+    var pageLogOptions: PageLogOptions {
+        var options = PageLogOptions()
+        options.segmentSize = segmentSize
+        options.checkpointInterval = checkpointInterval
+        options.compression = compression
+        options.automaticCompaction = automaticCompaction
+        return options
+    }
+}

@@ -1,0 +1,88 @@
+import Synchronization
+import StrataIO
+import StrataPageLog
+import StrataRecords
+
+/// A store folder opened with a schema: the entry point of Strata's record API (SwiftData's
+/// `ModelContainer`). Changes are made through a `Context`.
+///
+/// Opening binds the app's schema to the store's catalog. A schema the store has not seen is
+/// registered as a new version when every difference is lightweight (an attribute added with
+/// a default or as optional, removed, or renamed through `originalName`; an entity added,
+/// removed or renamed; …) — which rewrites no record, whatever the store's size. Any other
+/// difference throws `StrataError.schemaMismatch` listing each one, and the store is left as
+/// it was.
+///
+/// Thread-safe: share one `Store` between threads; give each thread or task its own `Context`.
+public final class Store: Sendable {
+    /// How a store is opened.
+    public struct Configuration: Sendable {
+        /// When `Context.save()` returns: `.durable` (synced) by default, or `.relaxed`
+        /// (crash-consistent, may lose the last saves on power loss).
+        public var durability: Durability = .durable
+        /// Storage tuning (segment size, checkpoint interval, compression, compaction).
+        public var storage = StorageOptions()
+        /// The memory budget of the shared cache of verified record pages (default 32 MiB).
+        public var cacheBytes = 32 << 20
+
+        /// The defaults.
+        public init() {}
+    }
+
+    /// The app's schema, as given when opening.
+    public let schema: Schema
+    /// How the store was opened.
+    public let configuration: Configuration
+    let records: RecordStore
+    let binding: SchemaBinding
+    /// Next identifier to hand out per entity id (ids are reserved in memory at insert, made
+    /// durable by the save that uses them).
+    private let nextIDs: Mutex<[UInt32: UInt64]>
+
+    /// Opens (creating when missing) the store in the folder at `path` for `schema`.
+    /// - Throws: `StrataError.schemaMismatch` when the schema differs from the store's in a way
+    ///   that needs a migration; `.invalidSchema`; `.locked` when another process or instance
+    ///   writes the store; `.corruption`; `.unsupportedFormatVersion`; `.io`.
+    public init(at path: String, schema: Schema, configuration: Configuration = Configuration()) throws {
+        self.schema = schema
+        self.configuration = configuration
+        let records = try translatingErrors {
+            RecordStore(log: try PageLog.open(directory: path, fileSystem: POSIXFileSystem(),
+                                              options: configuration.storage.pageLogOptions),
+                        cache: NodeCache(budget: configuration.cacheBytes))
+        }
+        do {
+            binding = try translatingErrors { try records.bind(schema) }
+            let root = try translatingErrors { try records.snapshot().root }
+            nextIDs = Mutex(root.entities.mapValues(\.nextRowID))
+        } catch {
+            try? records.log.close()
+            throw error
+        }
+        self.records = records
+    }
+
+    /// Opens the store at `path` for record types, deriving each entity from its type.
+    /// - Throws: as `init(at:schema:configuration:)`, and `.invalidSchema` when a type's entity
+    ///   cannot be derived.
+    public convenience init(at path: String, for types: [any PersistentRecord.Type], version: Schema.Version = Schema.Version(1, 0, 0),
+                            configuration: Configuration = Configuration()) throws {
+        let schema: Schema
+        do { schema = try Schema(version: version, types: types) } catch { throw StrataError.invalidSchema(reason: "\(error)") }
+        try self.init(at: path, schema: schema, configuration: configuration)
+    }
+
+    /// Checkpoints and closes the store. Contexts with unsaved changes lose them.
+    public func close() throws {
+        try translatingErrors { try records.log.close() }
+    }
+
+    /// A new identifier for a record of `entityID`.
+    func allocateID(for entityID: UInt32) -> UInt64 {
+        nextIDs.withLock { ids in
+            let id = ids[entityID, default: 1]
+            ids[entityID] = id + 1
+            return id
+        }
+    }
+}

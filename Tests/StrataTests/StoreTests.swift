@@ -1,0 +1,106 @@
+import FoundationEssentials
+import Testing
+import Strata
+import StrataTestSupport
+
+struct Person: PersistentRecord, Equatable {
+    var fullName: String
+    var age: Int
+    var createdAt: Date
+    var note: String?
+    var tags: [String]
+}
+
+struct Pet: PersistentRecord, Equatable {
+    var name: String
+    var photo: Data
+}
+
+@Suite struct StoreTests {
+    static func person(_ index: Int, note: String? = nil) -> Person {
+        Person(fullName: "Last\(index % 50), First\(index)", age: index % 90, createdAt: Date(timeIntervalSince1970: Double(index) * 3600),
+               note: note, tags: index % 3 == 0 ? ["a", "ü"] : [])
+    }
+
+    @Test func insertFetchUpdateDeleteSaveRollbackReopen() throws {
+        let folder = try temporaryDirectory()
+        defer { removeDirectory(folder) }
+        var ids: [RecordID<Person>] = []
+        do {
+            let store = try Store(at: folder, for: [Person.self, Pet.self])
+            let context = Context(store, author: "tests")
+            for index in 0..<100 { ids.append(try context.insert(Self.person(index, note: index % 2 == 0 ? "even 🙂" : nil))) }
+            #expect(context.hasChanges)
+            // Unsaved changes are visible in this context only.
+            #expect(try context.record(for: ids[5]) == Self.person(5))
+            #expect(try Context(store).record(for: ids[5]) == nil)
+            try context.save()
+            #expect(!context.hasChanges)
+            #expect(try Context(store).record(for: ids[5]) == Self.person(5))
+
+            // Predicates, sorting, limit, offset.
+            let adults = try context.fetch(FetchDescriptor<Person>(predicate: #Predicate { $0.age >= 50 && $0.note != nil },
+                                                                   sortBy: [RecordSort(\.age, order: .reverse), RecordSort(\.fullName)]))
+            #expect(adults.count == 20)
+            #expect(adults.first?.age == 88 && adults.last?.age == 50)
+            #expect(zip(adults, adults.dropFirst()).allSatisfy { $0.age > $1.age || ($0.age == $1.age && $0.fullName <= $1.fullName) })
+            let page = try context.fetch(FetchDescriptor<Person>(sortBy: [RecordSort(\.createdAt)], fetchLimit: 10, fetchOffset: 20))
+            #expect(page.map(\.id) == Array(ids[20..<30]))
+            #expect(try context.fetchCount(FetchDescriptor<Person>(predicate: #Predicate { $0.tags.isEmpty })) == 66)
+
+            // Update, delete, delete by predicate, rollback.
+            var changed = Self.person(7)
+            changed.fullName = "Renamed"
+            try context.update(ids[7], to: changed)
+            try context.delete(ids[8])
+            #expect(try context.delete(Person.self, where: #Predicate { $0.age < 5 }) == 10)  // ages 0…4 at indices 0…4 and 90…94
+            try context.save()
+            #expect(try context.record(for: ids[7])?.fullName == "Renamed")
+            #expect(try context.record(for: ids[8]) == nil)
+            #expect(try context.fetchCount(FetchDescriptor<Person>()) == 89)
+            try context.delete(ids[9])
+            _ = try context.insert(Self.person(1000))
+            context.rollback()
+            #expect(try context.fetchCount(FetchDescriptor<Person>()) == 89)
+            #expect(throws: StrataError.recordNotFound(ids[8].description)) { try context.update(ids[8], to: Self.person(8)) }
+
+            // Large values go to overflow pages.
+            let photo = Data((0..<(1 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 31) })
+            let petID = try context.insert(Pet(name: "Rex", photo: photo))
+            try context.save()
+            #expect(try Context(store).record(for: petID)?.photo == photo)
+            try store.close()
+        }
+        let store = try Store(at: folder, for: [Person.self, Pet.self])
+        let context = Context(store)
+        #expect(try context.fetchCount(FetchDescriptor<Person>()) == 89)
+        #expect(try context.record(for: ids[7])?.fullName == "Renamed")
+        // Identifiers are never reused, even after deletes.
+        let next = try context.insert(Self.person(2000))
+        #expect(next.rawValue == 101)
+        try store.close()
+    }
+
+    @Test func aSchemaNeedingAMigrationIsRefused() throws {
+        struct PersonV2: PersistentRecord {
+            static var entityName: String { "Person" }
+            var fullName: String
+            var age: Double  // was Int
+            var createdAt: Date
+            var note: String?
+            var tags: [String]
+        }
+        let folder = try temporaryDirectory()
+        defer { removeDirectory(folder) }
+        try Store(at: folder, for: [Person.self]).close()
+        do {
+            _ = try Store(at: folder, for: [PersonV2.self], version: Schema.Version(2, 0, 0))
+            Issue.record("an incompatible schema was accepted")
+        } catch StrataError.schemaMismatch(let stored, let current, let differences) {
+            #expect(stored == "1.0.0" && current == "2.0.0")
+            #expect(differences == ["[needs migration] Person.age changed type from int to double"])
+        }
+        // Refused without a trace: the old schema still opens.
+        try Store(at: folder, for: [Person.self]).close()
+    }
+}
