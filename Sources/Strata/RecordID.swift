@@ -1,7 +1,9 @@
 @_exported import StrataSchema
 
 /// The identifier of a stored record of type `Record`: stable for the record's lifetime, never
-/// reused after it is deleted, and the same across launches and processes.
+/// reused after it is deleted, and the same across launches and processes. (An identifier
+/// handed out by `Context.insert` for a record that was never saved may be handed out again
+/// after the store is reopened.)
 ///
 /// Hashable, Comparable (in insertion order) and Codable (as a number), so apps can keep
 /// identifiers in their own state and documents.
