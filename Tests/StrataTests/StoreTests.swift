@@ -104,3 +104,36 @@ struct Pet: PersistentRecord, Equatable {
         try Store(at: folder, for: [Person.self]).close()
     }
 }
+
+@Suite struct StoreWriteTests {
+    struct Abort: Error {}
+
+    @Test func bulkWritesAreAtomicAndVisibleAfterCommit() throws {
+        let folder = try temporaryDirectory()
+        defer { removeDirectory(folder) }
+        let store = try Store(at: folder, for: [Person.self])
+        let ids = try store.write { transaction in
+            try (0..<5_000).map { try transaction.insert(StoreTests.person($0)) }
+        }
+        #expect(ids.count == 5_000 && ids.first?.rawValue == 1)
+        let context = Context(store)
+        #expect(try context.fetchCount(FetchDescriptor<Person>()) == 5_000)
+        // A throwing body leaves nothing behind, and readers never saw its writes.
+        #expect(throws: Abort.self) {
+            try store.write { transaction in
+                try transaction.delete(ids[0])
+                try transaction.update(ids[1], to: StoreTests.person(-1))
+                #expect(try transaction.record(for: ids[1]) == StoreTests.person(-1))
+                #expect(try context.record(for: ids[1]) == StoreTests.person(1))
+                throw Abort()
+            }
+        }
+        #expect(try context.record(for: ids[0]) == StoreTests.person(0))
+        #expect(try context.record(for: ids[1]) == StoreTests.person(1))
+        // Contexts and bulk writes share the identifier sequence.
+        let next = try context.insert(StoreTests.person(9))
+        try context.save()
+        #expect(next.rawValue == 5_001)
+        try store.close()
+    }
+}

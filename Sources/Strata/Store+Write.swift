@@ -1,0 +1,77 @@
+import StrataRecords
+
+extension Store {
+    /// Runs `body` as one atomic write transaction that changes records directly — the bulk
+    /// path for imports and batch jobs: records are written to the store as `body` runs (and
+    /// spilled to the log as its buffers fill), so memory stays bounded however many records
+    /// the transaction holds. If `body` throws, nothing it wrote becomes visible.
+    ///
+    /// One write transaction runs at a time (others, and `Context.save()`, wait for it).
+    /// Readers keep reading the state before it until it commits.
+    ///
+    /// - Throws: what `body` throws; storage errors; `.recordCoding`, `.unknownEntity`.
+    public func write<T>(_ body: (WriteTransaction) throws -> T) throws -> T {
+        try translatingErrors {
+            try records.write(durability: configuration.durability.pageLogDurability) { transaction in
+                try body(WriteTransaction(store: self, transaction: transaction))
+            }
+        }
+    }
+
+    /// A transaction passed to `Store.write`; valid only inside its body, on that thread.
+    public final class WriteTransaction {
+        let store: Store
+        let transaction: RecordTransaction
+
+        init(store: Store, transaction: RecordTransaction) {
+            self.store = store
+            self.transaction = transaction
+        }
+
+        /// Inserts a record and returns its identifier.
+        @discardableResult
+        public func insert<Record: PersistentRecord>(_ record: Record) throws -> RecordID<Record> {
+            let (entityID, bytes) = try encode(record)
+            let id = store.allocateID(for: entityID)
+            transaction.reserve(id, for: entityID)
+            try translatingErrors { try tree(entityID).insert(id, bytes: bytes) }
+            return RecordID(rawValue: id)
+        }
+
+        /// Replaces an existing record.
+        /// - Throws: `StrataError.recordNotFound` when there is none.
+        public func update<Record: PersistentRecord>(_ id: RecordID<Record>, to record: Record) throws {
+            let (entityID, bytes) = try encode(record)
+            guard try translatingErrors({ try tree(entityID).update(id.rawValue, bytes: bytes) }) else {
+                throw StrataError.recordNotFound(id.description)
+            }
+        }
+
+        /// Deletes a record; returns false when there was none.
+        @discardableResult
+        public func delete<Record: PersistentRecord>(_ id: RecordID<Record>) throws -> Bool {
+            let entityID = try entity(of: Record.self)
+            return try translatingErrors { try tree(entityID).delete(id.rawValue) }
+        }
+
+        /// The record with this identifier as this transaction sees it, or nil.
+        public func record<Record: PersistentRecord>(for id: RecordID<Record>) throws -> Record? {
+            let entityID = try entity(of: Record.self)
+            guard let bytes = try translatingErrors({ try tree(entityID).get(id.rawValue) }) else { return nil }
+            do { return try store.binding.decode(Record.self, from: bytes) } catch { throw StrataError.recordCoding(reason: "\(error)") }
+        }
+
+        private func tree(_ entityID: UInt32) -> RecordTreeWriter {
+            transaction.tree(for: entityID, schemaVersion: store.binding.versionID)
+        }
+
+        private func entity<Record: PersistentRecord>(of type: Record.Type) throws -> UInt32 {
+            do { return try store.binding.entityID(of: Record.entityName) } catch { throw StrataError.unknownEntity(Record.entityName) }
+        }
+
+        private func encode<Record: PersistentRecord>(_ record: Record) throws -> (UInt32, [UInt8]) {
+            _ = try entity(of: Record.self)
+            do { return try store.binding.encode(record) } catch { throw StrataError.recordCoding(reason: "\(error)") }
+        }
+    }
+}
