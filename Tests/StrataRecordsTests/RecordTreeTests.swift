@@ -60,7 +60,7 @@ import StrataTestSupport
                                             entityID: 5, schemaVersion: 1, options: Self.tinyTree())
                 for _ in 0..<Int.random(in: 1...60, using: &random) {
                     operations += 1
-                    let existing = model.isEmpty ? nil : model.keys.randomElement(using: &random)
+                    let existing = model.isEmpty ? nil : model.keys.sorted().randomElement(using: &random)  // sorted: reproducible
                     switch Int.random(in: 0..<10, using: &random) {
                     case 0..<4:
                         // Mostly ascending ids (appends), sometimes gaps filled later.

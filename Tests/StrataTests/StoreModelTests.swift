@@ -40,7 +40,7 @@ import StrataTestSupport
 
         for step in 0..<operations {
             let context_ = "step \(step), seed \(seed)"
-            let existing = working.keys.randomElement(using: &random)
+            let existing = working.keys.sorted().randomElement(using: &random)  // sorted: reproducible from the seed
             switch Int.random(in: 0..<100, using: &random) {
             case 0..<30:
                 let person = randomPerson()
