@@ -136,9 +136,14 @@ public final class Context {
             if let predicate = descriptor.predicate, try !predicate.evaluate(record) { return }
             results.append(Identified(id: RecordID(rawValue: id), record: record))
         }
+        // Without a sort order or unsaved changes, results come in id order straight from the
+        // scan, which can stop once offset + limit records matched.
+        let wanted: Int? = descriptor.sortBy.isEmpty && pending.isEmpty
+            ? descriptor.fetchLimit.map { max(0, $0) + max(0, descriptor.fetchOffset ?? 0) } : nil
         let snapshot = try translatingErrors { try store.records.snapshot() }
         try translatingErrors {
             try snapshot.reader(for: entityID).scan { id, bytes in
+                if let wanted, results.count >= wanted { return false }
                 if pending[id] == nil { try consider(id, Array(bytes)) }
                 return true
             }
@@ -165,7 +170,7 @@ public final class Context {
     // MARK: Helpers
 
     private func entity<Record: PersistentRecord>(of type: Record.Type) throws -> UInt32 {
-        do { return try store.binding.entityID(of: Record.entityName) } catch {
+        do { return try store.binding.entityID(for: Record.self) } catch {
             throw StrataError.unknownEntity(Record.entityName)
         }
     }

@@ -66,7 +66,7 @@ extension Store {
         }
 
         private func entity<Record: PersistentRecord>(of type: Record.Type) throws -> UInt32 {
-            do { return try store.binding.entityID(of: Record.entityName) } catch { throw StrataError.unknownEntity(Record.entityName) }
+            do { return try store.binding.entityID(for: Record.self) } catch { throw StrataError.unknownEntity(Record.entityName) }
         }
 
         private func encode<Record: PersistentRecord>(_ record: Record) throws -> (UInt32, [UInt8]) {

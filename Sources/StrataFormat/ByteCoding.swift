@@ -1,16 +1,22 @@
 /// Appends little-endian fixed-width integers to a byte array.
 package struct ByteWriter {
-    package private(set) var bytes: [UInt8]
+    // Inlinable, so codecs in other modules specialize it (unspecialized generic calls
+    // showed up in profiles as type metadata lookups).
+    @usableFromInline
+    package internal(set) var bytes: [UInt8]
 
+    @inlinable
     package init(capacity: Int = 64) {
         bytes = []
         bytes.reserveCapacity(capacity)
     }
 
+    @inlinable
     package mutating func append<T: FixedWidthInteger>(_ value: T) {
         withUnsafeBytes(of: value.littleEndian) { bytes.append(contentsOf: $0) }
     }
 
+    @inlinable
     package mutating func append(bytes other: some Collection<UInt8>) { bytes.append(contentsOf: other) }
 
     package mutating func appendZeros(_ count: Int) { bytes.append(contentsOf: repeatElement(0, count: count)) }
@@ -28,17 +34,22 @@ package struct ByteWriter {
 /// Reads little-endian fixed-width integers from a byte buffer, bounds-checked: reading
 /// past the end throws `FormatError`, it never traps.
 package struct ByteReader {
-    private let base: UnsafeRawBufferPointer
-    package private(set) var position: Int
+    @usableFromInline
+    let base: UnsafeRawBufferPointer
+    @usableFromInline
+    package internal(set) var position: Int
 
     /// The buffer must stay valid while the reader is used.
+    @inlinable
     package init(_ buffer: UnsafeRawBufferPointer, position: Int = 0) {
         base = buffer
         self.position = position
     }
 
+    @inlinable
     package var remaining: Int { base.count - position }
 
+    @inlinable
     package mutating func read<T: FixedWidthInteger>(_: T.Type = T.self, _ what: @autoclosure () -> String) throws -> T {
         let size = MemoryLayout<T>.size
         guard position >= 0, remaining >= size else {
@@ -49,6 +60,7 @@ package struct ByteReader {
         return T(littleEndian: value)
     }
 
+    @inlinable
     package mutating func readBytes(_ count: Int, _ what: @autoclosure () -> String) throws -> [UInt8] {
         guard count >= 0, remaining >= count else {
             throw FormatError("truncated: \(what()) needs \(count) bytes, \(max(0, remaining)) left", at: position)
@@ -57,6 +69,7 @@ package struct ByteReader {
         return [UInt8](UnsafeRawBufferPointer(rebasing: base[position..<(position + count)]))
     }
 
+    @inlinable
     package mutating func skip(_ count: Int, _ what: @autoclosure () -> String) throws {
         guard count >= 0, remaining >= count else {
             throw FormatError("truncated: \(what()) needs \(count) bytes, \(max(0, remaining)) left", at: position)

@@ -1,6 +1,13 @@
+import Synchronization
 import StrataFormat
 import StrataPageLog
 import StrataSchema
+
+/// Entity ids by record type, so `entityName` (by default the type's name, formatted on every
+/// call) is looked up once per type rather than once per record.
+private final class EntityIDsByType: Sendable {
+    let ids = Mutex<[ObjectIdentifier: UInt32]>([:])
+}
 
 /// Errors of binding a schema to a store and of typed records.
 package enum SchemaBindingError: Error, Equatable, Sendable, CustomStringConvertible {
@@ -41,17 +48,53 @@ package struct SchemaBinding: Sendable {
     package let versionID: UInt32
     package let version: CatalogVersion
 
+    /// Per entity id, computed once: attribute name → id, id → name, and non-null defaults.
+    private struct EntityMaps: Sendable {
+        var ids: [String: UInt32]
+        var names: [UInt32: String]
+        var defaults: [(id: UInt32, value: Value)]
+    }
+
+    private let entityIDs: [String: UInt32]
+    private let maps: [UInt32: EntityMaps]
+    private let idsByType = EntityIDsByType()
+
+    package init(catalog: SchemaCatalog, versionID: UInt32, version: CatalogVersion) {
+        self.catalog = catalog
+        self.versionID = versionID
+        self.version = version
+        entityIDs = Dictionary(version.entities.map { ($0.name, $0.id) }, uniquingKeysWith: { first, _ in first })
+        var maps: [UInt32: EntityMaps] = [:]
+        for entity in version.entities {
+            let attributes = version.resolvedAttributes(ofEntity: entity.id)
+            maps[entity.id] = EntityMaps(
+                ids: Dictionary(attributes.map { ($0.name, $0.id) }, uniquingKeysWith: { first, _ in first }),
+                names: Dictionary(attributes.map { ($0.id, $0.name) }, uniquingKeysWith: { first, _ in first }),
+                defaults: attributes.filter { !$0.defaultValue.isNull }.map { ($0.id, $0.defaultValue) })
+        }
+        self.maps = maps
+    }
+
     /// The entity id of an entity name.
     package func entityID(of name: String) throws -> UInt32 {
-        guard let entity = version.entity(named: name) else { throw SchemaBindingError.unknownEntity(name) }
-        return entity.id
+        guard let id = entityIDs[name] else { throw SchemaBindingError.unknownEntity(name) }
+        return id
+    }
+
+    /// The entity id of a record type.
+    package func entityID<Record: PersistentRecord>(for type: Record.Type) throws -> UInt32 {
+        let key = ObjectIdentifier(type)
+        if let id = idsByType.ids.withLock({ $0[key] }) { return id }
+        let id = try entityID(of: Record.entityName)
+        idsByType.ids.withLock { $0[key] = id }
+        return id
     }
 
     /// A typed record's entity id and bytes.
     package func encode<Record: PersistentRecord>(_ record: Record) throws -> (entityID: UInt32, bytes: [UInt8]) {
-        let entityID = try entityID(of: Record.entityName)
+        let entityID = try entityID(for: Record.self)
         do {
-            return (entityID, try RecordEncoder().encode(record, attributeIDs: version.attributeIDs(ofEntity: entityID)))
+            return (entityID, try RecordEncoder().encode(record, attributeIDs: maps[entityID]?.ids ?? [:]))
         } catch {
             throw SchemaBindingError.recordCoding("\(error)")
         }
@@ -60,15 +103,12 @@ package struct SchemaBinding: Sendable {
     /// A typed record from bytes written under any catalog version: attributes are named by
     /// this version's ids; attributes absent from the bytes take this version's defaults.
     package func decode<Record: PersistentRecord>(_ type: Record.Type, from bytes: [UInt8]) throws -> Record {
-        let entityID = try entityID(of: Record.entityName)
+        let entityID = try entityID(for: Record.self)
+        let entity = maps[entityID] ?? EntityMaps(ids: [:], names: [:], defaults: [])
         do {
             var values = try RecordCodec.decode(bytes)
-            var names: [UInt32: String] = [:]
-            for attribute in version.resolvedAttributes(ofEntity: entityID) {
-                names[attribute.id] = attribute.name
-                if values[attribute.id] == nil, !attribute.defaultValue.isNull { values[attribute.id] = attribute.defaultValue }
-            }
-            return try RecordDecoder().decode(type, from: values, attributeNames: names)
+            for (id, value) in entity.defaults where values[id] == nil { values[id] = value }
+            return try RecordDecoder().decode(type, from: values, attributeNames: entity.names)
         } catch let error as FormatError {
             throw SchemaBindingError.recordCoding("a stored \(Record.entityName) record is corrupt: \(error.reason)")
         } catch {

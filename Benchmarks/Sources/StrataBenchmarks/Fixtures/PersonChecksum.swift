@@ -3,7 +3,12 @@
 /// whole seconds of `createdAt`, summed. Strata and SQLite compute it from their own decoded
 /// fields, and it must equal the checksum of the records as generated.
 struct PersonChecksum: Equatable {
-    private(set) var value: UInt64 = 0
+    private(set) var value: UInt64
+
+    /// An empty checksum, or one a process reported (`value`).
+    init(value: UInt64 = 0) {
+        self.value = value
+    }
 
     /// Adds one record's fields (the texts as UTF-8 bytes).
     mutating func add(fullName: UnsafeRawBufferPointer, createdAt: Double, note: UnsafeRawBufferPointer) {

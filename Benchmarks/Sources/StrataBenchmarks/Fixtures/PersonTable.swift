@@ -93,4 +93,20 @@ struct PersonTable {
         guard try query.step() else { throw BenchmarkError.verificationFailed("SQLite: SELECT count(*) returned no row") }
         return Int(query.int64(at: 0))
     }
+
+    /// `SELECT id, fullName, createdAt, note … WHERE note LIKE 'prefix%'` (a full scan of the
+    /// table), reading every row returned: their ids, in the order returned, and the
+    /// checksum of their values. The same rules for the prefix as `countPersons(notePrefix:)`.
+    func selectPersons(notePrefix prefix: String) throws -> (ids: [UInt64], checksum: PersonChecksum) {
+        precondition(!prefix.contains("%") && !prefix.contains("_"), "LIKE wildcards in the prefix")
+        let query = try database.prepare("SELECT id, fullName, createdAt, note FROM person WHERE note LIKE ?")
+        try query.bind(prefix + "%", at: 1)
+        var ids: [UInt64] = []
+        var checksum = PersonChecksum()
+        while try query.step() {
+            ids.append(UInt64(query.int64(at: 0)))
+            checksum.add(fullName: query.textBytes(at: 1), createdAt: query.double(at: 2), note: query.textBytes(at: 3))
+        }
+        return (ids, checksum)
+    }
 }

@@ -11,6 +11,10 @@ enum WorkloadRegistry {
         TreeInsertWorkload.workload,
         TreeReadByIDWorkload.workload,
         TreeScanWorkload.workload,
+        InsertWorkload.workload,
+        ReadByIDWorkload.workload,
+        ScanFilterWorkload.workload,
+        ReopenFirstFetchWorkload.workload,
     ]
 
     /// The workload called `name`, if there is one.

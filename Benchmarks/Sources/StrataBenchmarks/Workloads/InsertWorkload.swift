@@ -1,0 +1,101 @@
+import Foundation
+import Strata
+
+/// insert: the brief's 1,000,000 persons inserted through Strata's public API — a new
+/// `Store(at:for:)`, ONE `Context`, one `insert` per `PersonRecord`, ONE `save()` (durable,
+/// the default) — against SQLite inserting the same records in one transaction (the
+/// tree-insert baseline: one prepared INSERT binding id and three columns). Each side is
+/// timed from opening the new store to closing it, generating each person included (Strata:
+/// and making it a `PersonRecord`, i.e. two Strings and a Date).
+///
+/// The context keeps every unsaved record (encoded) in memory until `save()`, so Strata's
+/// peak memory grows with the record count; it is reported as measured. SQLite runs first,
+/// in a process of its own; afterwards each store is checked fully (count, sample field by
+/// field), Strata's in a process of its own since counting fetches every record.
+enum InsertWorkload {
+    static let workload = Workload(
+        name: "insert",
+        summary: "1M PersonRecords through one Context, one durable save(): public API vs. SQLite (BEGIN … COMMIT)",
+        run: run,
+        parts: [
+            "sqlite": { context in try TreeInsertWorkload.runSQLite(context, count: RecordAPIWorkloads.recordCount(context.scale)) },
+            "verify-strata": RecordAPIWorkloads.verifyStrataPart,
+        ]
+    )
+
+    static func run(_ context: WorkloadContext) throws -> WorkloadResult {
+        let count = RecordAPIWorkloads.recordCount(context.scale)
+        let generationSeconds = generateAll(count: count)
+
+        context.progress("SQLite: inserting \(count) persons in one transaction (in a process of its own)")
+        let sqlite = try context.runPartProcess("sqlite")
+        let sqlitePhases = try InsertPhases(report: sqlite, prefix: "sqlite")
+        let sqliteBytes = try sqlite.uint64("store_bytes")
+
+        context.progress("Strata: inserting \(count) PersonRecords through one Context, one durable save()")
+        let path = TreeWorkloads.strataPath(context)
+        sync()
+        let strataPhases = try timeStrataInsert(at: path, count: count)
+        let strataBytes = FolderSize.bytes(at: path)
+
+        context.progress("checking both stores (Strata's in a process of its own)")
+        let verification = try context.runPartProcess("verify-strata")
+        try TreeWorkloads.compareSamples(strata: PersonChecksum(value: try verification.uint64("sample_checksum")),
+                                         sqlite: try sqlite.uint64("sample_checksum"))
+
+        let sqlitePeak = try sqlite.peakMemoryBytes
+        return WorkloadResult(
+            workload: workload.name,
+            records: count,
+            strataSeconds: strataPhases.total,
+            baseline: .sqlite(seconds: sqlitePhases.total),
+            notes: "1 Context, 1 save, open→close (save \(String(format: "%.2f", strataPhases.commit)) s); on disk Strata"
+                + " \(TreeWorkloads.size(strataBytes)), SQLite \(TreeWorkloads.size(sqliteBytes))"
+                + " (own process, peak \(TreeWorkloads.memory(sqlitePeak)))",
+            extra: [
+                ("strata_store_bytes", .int(Int64(clamping: strataBytes))),
+                ("sqlite_store_bytes", .int(Int64(clamping: sqliteBytes))),
+                ("sqlite_peak_memory_bytes", .int(Int64(clamping: sqlitePeak))),
+                ("generation_seconds", .double(generationSeconds)),
+            ] + strataPhases.json(prefix: "strata") + sqlitePhases.json(prefix: "sqlite") + [
+                ("verified_records", .int(Int64(PersonVerification.sampleIDs(recordCount: count).count))),
+            ]
+        )
+    }
+
+    /// Creates a store at `path`, inserts persons 1...count through one context, saves once
+    /// (durable) and closes it, timing each phase: open, the insert loop, save (`commit`), close.
+    private static func timeStrataInsert(at path: String, count: Int) throws -> InsertPhases {
+        var phases = InsertPhases()
+        let stopwatch = Stopwatch()
+        let store = try PersonRecordStore.open(at: path, durability: .durable)
+        phases.open = stopwatch.elapsedSeconds
+        let context = Context(store)
+        try context.insertPersons(count: count)
+        let loopEnd = stopwatch.elapsedSeconds
+        phases.insert = loopEnd - phases.open
+        try context.save()
+        let saved = stopwatch.elapsedSeconds
+        phases.commit = saved - loopEnd
+        try store.close()
+        phases.close = stopwatch.elapsedSeconds - saved
+        return phases
+    }
+
+    /// Seconds to generate persons 1...count and make each a `PersonRecord` (no store): the
+    /// part of Strata's insert loop that is not Strata. (SQLite's loop only generates.)
+    private static func generateAll(count: Int) -> Double {
+        let (bytes, seconds) = Stopwatch.time {
+            var person = Person()
+            var bytes = 0
+            for id in 1...UInt64(count) {
+                person.generate(id: id)
+                let record = PersonRecord(person)
+                bytes &+= record.fullName.utf8.count &+ record.note.utf8.count
+            }
+            return bytes
+        }
+        precondition(bytes > 0, "no text generated")  // uses the records, so they are made
+        return seconds
+    }
+}

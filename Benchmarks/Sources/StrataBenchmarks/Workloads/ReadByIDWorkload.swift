@@ -1,0 +1,49 @@
+import Foundation
+import Strata
+
+/// read-by-id: 100,000 random lookups by id (seeded; repeats allowed; the same ids as
+/// tree-read-by-id) among the brief's 1,000,000 persons through the public API —
+/// `context.record(for: RecordID<PersonRecord>(rawValue: id))`, which takes a snapshot and
+/// decodes the record into a `PersonRecord` — against SQLite's prepared
+/// `SELECT fullName, createdAt, note … WHERE id = ?` in one read transaction (tree-read-by-id's
+/// baseline). Both sides read every field of every record into `PersonChecksum`, which must
+/// equal the checksum of the persons as generated. How the stores are built and the passes
+/// timed: `RecordAPIReadComparison`.
+enum ReadByIDWorkload {
+    static let workload = Workload(
+        name: "read-by-id",
+        summary: "100k random context.record(for:) among 1M PersonRecords vs. SQLite SELECT … WHERE id = ?",
+        run: run,
+        parts: RecordAPIReadComparison.parts { count in
+            let ids = lookupIDs(count: count)
+            return { table in PersonReadAnswer(count: ids.count, checksum: try table.checksumPersons(ids: ids), ids: nil) }
+        }
+    )
+
+    /// The ids looked up, in order: the same in every process (and, for the same record
+    /// count, the same as tree-read-by-id's).
+    static func lookupIDs(count: Int) -> [UInt64] {
+        Sample.randomIDs(count: 100_000, upTo: UInt64(count), seed: TreeReadByIDWorkload.lookupSeed)
+    }
+
+    static func run(_ context: WorkloadContext) throws -> WorkloadResult {
+        let ids = lookupIDs(count: RecordAPIWorkloads.recordCount(context.scale))
+        let expected = PersonReadAnswer(count: ids.count, checksum: PersonChecksum.expected(ids: ids), ids: nil)
+        let comparison = try RecordAPIReadComparison.run(context, expected: expected) { recordContext in
+            var answer = PersonReadAnswer(count: 0, checksum: PersonChecksum(), ids: nil)
+            for id in ids {
+                guard let record = try recordContext.record(for: RecordID<PersonRecord>(rawValue: id)) else {
+                    throw BenchmarkError.verificationFailed("Strata: person \(id) is missing")
+                }
+                answer.count += 1
+                answer.checksum.add(record)
+            }
+            return answer
+        }
+        return comparison.result(
+            workload: workload.name,
+            notes: "\(ids.count) lookups",
+            extra: [("lookups", .int(Int64(ids.count))), ("lookup_checksum", .int(Int64(bitPattern: expected.checksum.value)))]
+        )
+    }
+}
