@@ -62,7 +62,7 @@ enum ReopenFirstFetchWorkload {
             strataSeconds: median,
             baseline: nil,
             notes: "open \(milliseconds(Measurements.median(openSeconds))) + fetch of \(fetchLimit)"
-                + " \(milliseconds(Measurements.median(fetchSeconds))) (scans all before the limit), median of \(repetitions);"
+                + " \(milliseconds(Measurements.median(fetchSeconds))), median of \(repetitions);"
                 + " target ≤ \(milliseconds(targetSeconds)) (\(String(format: "%.0f", median / targetSeconds))×);"
                 + " on disk \(TreeWorkloads.size(try build.uint64("store_bytes")))",
             extra: [
