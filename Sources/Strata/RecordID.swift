@@ -14,6 +14,7 @@ public struct RecordID<Record: PersistentRecord>: Hashable, Comparable, Codable,
     /// An identifier from a number previously read from `rawValue`.
     public init(rawValue: UInt64) { self.rawValue = rawValue }
 
+    /// Insertion order.
     public static func < (a: RecordID, b: RecordID) -> Bool { a.rawValue < b.rawValue }
 
     /// Encodes as the bare number.

@@ -44,6 +44,7 @@ public enum StrataError: Error, Sendable, Equatable, CustomStringConvertible {
         return false
     }
 
+    /// A sentence for a person: what failed, where, and why.
     public var description: String {
         switch self {
         case .io(_, _, _, _, let reason): "I/O error: \(reason)"
