@@ -1,3 +1,4 @@
+import Synchronization
 import StrataFormat
 import StrataIO
 import StrataPageLog
@@ -9,6 +10,9 @@ package final class RecordStore: Sendable {
     package let log: PageLog
     package let cache: NodeCache
     package let treeOptions: RecordTreeOptions
+    /// The last decoded store root and the LSN of the page image it came from: a snapshot
+    /// whose page 0 has that LSN reuses it instead of reading and decoding page 0 again.
+    private let decodedRoot = Mutex<(lsn: UInt64, root: StoreRoot)?>(nil)
 
     package init(log: PageLog, cache: NodeCache = NodeCache(), treeOptions: RecordTreeOptions = RecordTreeOptions()) {
         self.log = log
@@ -19,8 +23,13 @@ package final class RecordStore: Sendable {
     /// A consistent view of every entity as of the latest commit.
     package func snapshot() throws -> RecordSnapshot {
         let snapshot = try log.snapshot()
-        return RecordSnapshot(snapshot: snapshot, root: try Self.root(snapshot.read(StoreRoot.pageID), pageID: StoreRoot.pageID),
-                              cache: cache)
+        let lsn = snapshot.location(of: StoreRoot.pageID).lsn
+        if let cached = decodedRoot.withLock({ $0 }), cached.lsn == lsn {
+            return RecordSnapshot(snapshot: snapshot, root: cached.root, cache: cache)
+        }
+        let root = try Self.root(snapshot.read(StoreRoot.pageID), pageID: StoreRoot.pageID)
+        decodedRoot.withLock { $0 = (lsn, root) }
+        return RecordSnapshot(snapshot: snapshot, root: root, cache: cache)
     }
 
     /// Runs `body` as one atomic transaction over any number of entities.
