@@ -48,15 +48,10 @@ package struct SchemaBinding: Sendable {
     package let versionID: UInt32
     package let version: CatalogVersion
 
-    /// Per entity id, computed once: attribute name → id, id → name, and non-null defaults.
-    private struct EntityMaps: Sendable {
-        var ids: [String: UInt32]
-        var names: [UInt32: String]
-        var defaults: [(id: UInt32, value: Value)]
-    }
-
     private let entityIDs: [String: UInt32]
-    private let maps: [UInt32: EntityMaps]
+    /// Per entity id, computed once: its attributes' names, ids and defaults, arranged for
+    /// coding records straight to and from bytes.
+    private let layouts: [UInt32: RecordLayout]
     private let idsByType = EntityIDsByType()
 
     package init(catalog: SchemaCatalog, versionID: UInt32, version: CatalogVersion) {
@@ -64,15 +59,9 @@ package struct SchemaBinding: Sendable {
         self.versionID = versionID
         self.version = version
         entityIDs = Dictionary(version.entities.map { ($0.name, $0.id) }, uniquingKeysWith: { first, _ in first })
-        var maps: [UInt32: EntityMaps] = [:]
-        for entity in version.entities {
-            let attributes = version.resolvedAttributes(ofEntity: entity.id)
-            maps[entity.id] = EntityMaps(
-                ids: Dictionary(attributes.map { ($0.name, $0.id) }, uniquingKeysWith: { first, _ in first }),
-                names: Dictionary(attributes.map { ($0.id, $0.name) }, uniquingKeysWith: { first, _ in first }),
-                defaults: attributes.filter { !$0.defaultValue.isNull }.map { ($0.id, $0.defaultValue) })
-        }
-        self.maps = maps
+        var layouts: [UInt32: RecordLayout] = [:]
+        for entity in version.entities { layouts[entity.id] = RecordLayout(version: version, entityID: entity.id) }
+        self.layouts = layouts
     }
 
     /// The entity id of an entity name.
@@ -94,7 +83,7 @@ package struct SchemaBinding: Sendable {
     package func encode<Record: PersistentRecord>(_ record: Record) throws -> (entityID: UInt32, bytes: [UInt8]) {
         let entityID = try entityID(for: Record.self)
         do {
-            return (entityID, try RecordEncoder().encode(record, attributeIDs: maps[entityID]?.ids ?? [:]))
+            return (entityID, try RecordEncoder().encode(record, layout: layouts[entityID] ?? RecordLayout(attributes: [])))
         } catch {
             throw SchemaBindingError.recordCoding("\(error)")
         }
@@ -104,11 +93,9 @@ package struct SchemaBinding: Sendable {
     /// this version's ids; attributes absent from the bytes take this version's defaults.
     package func decode<Record: PersistentRecord>(_ type: Record.Type, from bytes: [UInt8]) throws -> Record {
         let entityID = try entityID(for: Record.self)
-        let entity = maps[entityID] ?? EntityMaps(ids: [:], names: [:], defaults: [])
+        let layout = layouts[entityID] ?? RecordLayout(attributes: [])
         do {
-            var values = try RecordCodec.decode(bytes)
-            for (id, value) in entity.defaults where values[id] == nil { values[id] = value }
-            return try RecordDecoder().decode(type, from: values, attributeNames: entity.names)
+            return try RecordDecoder().decode(type, fields: try RecordCodec.decodeFields(bytes), layout: layout)
         } catch let error as FormatError {
             throw SchemaBindingError.recordCoding("a stored \(Record.entityName) record is corrupt: \(error.reason)")
         } catch {

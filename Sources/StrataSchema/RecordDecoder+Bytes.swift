@@ -14,3 +14,46 @@ extension RecordDecoder {
         return try decode(type, from: named)
     }
 }
+
+extension RecordDecoder {
+    /// A record from fields decoded by `RecordCodec.decodeFields`, named through `layout` (one
+    /// catalog version's attributes of the record's entity), without a dictionary of names.
+    /// Attributes absent from `fields` take the layout's catalog defaults, then the type's
+    /// ``PersistentRecord/attributeDefaults``; fields whose id the layout lacks are ignored.
+    ///
+    /// - Throws: as ``decode(_:from:)``.
+    package func decode<Record: PersistentRecord>(_ type: Record.Type, fields: [(id: UInt32, value: Value)],
+                                                  layout: RecordLayout) throws(RecordCodingError) -> Record
+    {
+        var slots = layout.defaults
+        // Both ascending by id: one merge walk.
+        var position = 0
+        let ids = layout.ids
+        for field in fields {
+            while position < ids.count && ids[position] < field.id { position += 1 }
+            if position == ids.count { break }
+            if ids[position] == field.id { slots[position] = field.value }
+        }
+        var layout = layout
+        let defaults = Record.attributeDefaults
+        if !defaults.isEmpty {
+            var others: [(name: String, id: UInt32, defaultValue: Value)] = []
+            for (name, value) in defaults {
+                if let index = layout.position(of: name) {
+                    if slots[index].isNull { slots[index] = value }
+                } else {
+                    others.append((name, 0, value))
+                }
+            }
+            if !others.isEmpty {
+                // Defaults of names this version lacks (never in a binding's own version):
+                // named in an extended layout, after the version's attributes.
+                let base = layout
+                layout = RecordLayout(attributes: base.ids.indices.map { (base.names[$0], UInt32($0), Value.null) }
+                                      + others.enumerated().map { ($1.name, UInt32(base.ids.count + $0), .null) })
+                slots += others.map(\.defaultValue)
+            }
+        }
+        return try run(Record.self, RecordDecoding(layout: layout, slots: slots, type: Record.self))
+    }
+}

@@ -29,8 +29,15 @@ public struct RecordDecoder: Sendable {
                 for (name, value) in defaults where merged[name]?.isNull ?? true { merged[name] = value }
             }
         }
+        // Named in a layout made for these values: one container for both decoding paths.
+        let layout = RecordLayout(attributes: merged.keys.enumerated().map { ($1, UInt32($0), .null) })
+        return try run(Record.self, RecordDecoding(layout: layout, slots: layout.names.map { merged[$0] ?? .null }, type: Record.self))
+    }
+
+    /// Runs the record's `init(from:)` on `decoder`.
+    func run<Record: Decodable>(_: Record.Type, _ decoder: RecordDecoding) throws(RecordCodingError) -> Record {
         do {
-            return try Record(from: RecordDecoding(values: merged, type: Record.self))
+            return try Record(from: decoder)
         } catch let error as RecordCodingError {
             throw error
         } catch {
@@ -39,15 +46,28 @@ public struct RecordDecoder: Sendable {
     }
 }
 
-/// The `Decoder` a record decodes itself from.
+/// The `Decoder` a record decodes itself from: a key's value is found through the layout
+/// (name → position in `slots`). Three words, so it fits an existential without a box.
 struct RecordDecoding: Decoder {
-    let values: [String: Value]
+    let layout: RecordLayout
+    /// The value of each attribute of `layout`, `.null` when absent.
+    let slots: [Value]
     /// The record type; its name is only formatted for an error (formatting it for every
     /// record was a measurable share of decoding).
     let type: Any.Type
     var typeName: String { String(describing: type) }
     var codingPath: [any CodingKey] { [] }
     var userInfo: [CodingUserInfoKey: Any] { [:] }
+
+    /// The value of the attribute `name`, `.null` when absent.
+    @inline(__always)
+    func value(forKey name: String) -> Value {
+        guard let position = layout.position(of: name) else { return .null }
+        return slots[position]
+    }
+
+    /// The names with a non-null value.
+    var presentNames: [String] { layout.names.indices.filter { !slots[$0].isNull }.map { layout.names[$0] } }
 
     func container<Key: CodingKey>(keyedBy _: Key.Type) throws -> KeyedDecodingContainer<Key> {
         KeyedDecodingContainer(RecordKeyedDecodingContainer<Key>(decoder: self))
@@ -68,16 +88,68 @@ struct RecordKeyedDecodingContainer<Key: CodingKey>: KeyedDecodingContainerProto
     var codingPath: [any CodingKey] { [] }
 
     /// The keys with a non-null value.
-    var allKeys: [Key] {
-        decoder.values.filter { !$0.value.isNull }.keys.compactMap { Key(stringValue: $0) }
-    }
+    var allKeys: [Key] { decoder.presentNames.compactMap { Key(stringValue: $0) } }
 
-    func contains(_ key: Key) -> Bool { !(decoder.values[key.stringValue]?.isNull ?? true) }
+    func contains(_ key: Key) -> Bool { !decoder.value(forKey: key.stringValue).isNull }
 
     func decodeNil(forKey key: Key) throws -> Bool { !contains(key) }
 
     func decode<T: Decodable>(_: T.Type, forKey key: Key) throws -> T {
-        try ValueConversion.decode(T.self, from: decoder.values[key.stringValue] ?? .null, attribute: key.stringValue)
+        try ValueConversion.decode(T.self, from: decoder.value(forKey: key.stringValue), attribute: key.stringValue)
+    }
+
+    /// An optional attribute: nil when absent or null, else its value, with one lookup.
+    func decodeIfPresent<T: Decodable>(_: T.Type, forKey key: Key) throws -> T? {
+        let value = decoder.value(forKey: key.stringValue)
+        if value.isNull { return nil }
+        return try ValueConversion.decode(T.self, from: value, attribute: key.stringValue)
+    }
+
+    // The concrete overloads synthesized conformances call: no generic conversion.
+    func decode(_: String.Type, forKey key: Key) throws -> String { try ValueConversion.string(from: value(key), attribute: key.stringValue) }
+    func decode(_: Bool.Type, forKey key: Key) throws -> Bool { try ValueConversion.bool(from: value(key), attribute: key.stringValue) }
+    func decode(_: Double.Type, forKey key: Key) throws -> Double { try ValueConversion.double(from: value(key), attribute: key.stringValue) }
+    func decode(_: Float.Type, forKey key: Key) throws -> Float { try ValueConversion.float(from: value(key), attribute: key.stringValue) }
+    func decode(_: Int.Type, forKey key: Key) throws -> Int { try integer(key) }
+    func decode(_: Int8.Type, forKey key: Key) throws -> Int8 { try integer(key) }
+    func decode(_: Int16.Type, forKey key: Key) throws -> Int16 { try integer(key) }
+    func decode(_: Int32.Type, forKey key: Key) throws -> Int32 { try integer(key) }
+    func decode(_: Int64.Type, forKey key: Key) throws -> Int64 { try integer(key) }
+    func decode(_: UInt.Type, forKey key: Key) throws -> UInt { try integer(key) }
+    func decode(_: UInt8.Type, forKey key: Key) throws -> UInt8 { try integer(key) }
+    func decode(_: UInt16.Type, forKey key: Key) throws -> UInt16 { try integer(key) }
+    func decode(_: UInt32.Type, forKey key: Key) throws -> UInt32 { try integer(key) }
+    func decode(_: UInt64.Type, forKey key: Key) throws -> UInt64 { try integer(key) }
+
+    func decodeIfPresent(_: String.Type, forKey key: Key) throws -> String? {
+        let value = value(key)
+        return value.isNull ? nil : try ValueConversion.string(from: value, attribute: key.stringValue)
+    }
+
+    func decodeIfPresent(_: Bool.Type, forKey key: Key) throws -> Bool? {
+        let value = value(key)
+        return value.isNull ? nil : try ValueConversion.bool(from: value, attribute: key.stringValue)
+    }
+
+    func decodeIfPresent(_: Double.Type, forKey key: Key) throws -> Double? {
+        let value = value(key)
+        return value.isNull ? nil : try ValueConversion.double(from: value, attribute: key.stringValue)
+    }
+
+    func decodeIfPresent(_: Int.Type, forKey key: Key) throws -> Int? {
+        value(key).isNull ? nil : try integer(key)
+    }
+
+    func decodeIfPresent(_: Int64.Type, forKey key: Key) throws -> Int64? {
+        value(key).isNull ? nil : try integer(key)
+    }
+
+    @inline(__always)
+    private func value(_ key: Key) -> Value { decoder.value(forKey: key.stringValue) }
+
+    @inline(__always)
+    private func integer<I: FixedWidthInteger>(_ key: Key) throws(RecordCodingError) -> I {
+        try ValueConversion.integer(I.self, from: value(key), attribute: key.stringValue)
     }
 
     func nestedContainer<NestedKey: CodingKey>(keyedBy _: NestedKey.Type, forKey key: Key) throws -> KeyedDecodingContainer<NestedKey> {

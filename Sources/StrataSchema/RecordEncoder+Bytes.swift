@@ -5,11 +5,21 @@ extension RecordEncoder {
     /// - Throws: as ``encode(_:)``, and ``RecordCodingError/unknownAttribute(type:attribute:)``
     ///   for a non-null value whose attribute has no id (the type does not match the version).
     package func encode<Record: Encodable>(_ record: Record, attributeIDs: [String: UInt32]) throws(RecordCodingError) -> [UInt8] {
-        var byID: [UInt32: Value] = [:]
-        for (name, value) in try encode(record).sorted(by: { $0.key < $1.key }) {  // sorted: the same error every run
-            guard let id = attributeIDs[name] else { throw .unknownAttribute(type: String(describing: Record.self), attribute: name) }
-            byID[id] = value
+        try encode(record, layout: RecordLayout(attributes: attributeIDs.map { ($0.key, $0.value, .null) }))
+    }
+
+    /// The record's bytes in the ``RecordCodec`` encoding, keyed by the attribute ids of
+    /// `layout`; what a schema binding calls, with a layout made once per entity.
+    ///
+    /// - Throws: as ``encode(_:attributeIDs:)``.
+    package func encode<Record: Encodable>(_ record: Record, layout: RecordLayout) throws(RecordCodingError) -> [UInt8] {
+        // Values go straight into (id, value) fields; only names without an id are kept by name.
+        let state = try run(record, RecordEncodingState(type: Record.self, layout: layout))
+        if !state.values.isEmpty,
+           let unknown = state.values.filter({ !$0.value.isNull }).keys.min()  // the least name: the same error every run
+        {
+            throw .unknownAttribute(type: String(describing: Record.self), attribute: unknown)
         }
-        return RecordCodec.encode(byID)
+        return RecordCodec.encode(fields: state.fields)
     }
 }

@@ -19,7 +19,12 @@ public struct RecordEncoder: Sendable {
     ///   ``RecordCodingError/recordCodingFailed(type:reason:)`` when `encode(to:)` throws an
     ///   error of its own.
     public func encode<Record: Encodable>(_ record: Record) throws(RecordCodingError) -> [String: Value] {
-        let state = RecordEncodingState(typeName: String(describing: Record.self))
+        let state = try run(record, RecordEncodingState(type: Record.self))
+        return state.values.filter { !$0.value.isNull }
+    }
+
+    /// Runs the record's `encode(to:)` into `state` and throws the failure it recorded.
+    func run<Record: Encodable>(_ record: Record, _ state: RecordEncodingState) throws(RecordCodingError) -> RecordEncodingState {
         do {
             try record.encode(to: RecordEncoding(state: state))
         } catch let error as RecordCodingError {
@@ -28,6 +33,6 @@ public struct RecordEncoder: Sendable {
             throw .recordCodingFailed(type: state.typeName, reason: "\(error)")
         }
         if let failure = state.failure { throw failure }
-        return state.values.filter { !$0.value.isNull }
+        return state
     }
 }

@@ -1,14 +1,37 @@
 /// What one `RecordEncoder.encode` call collects. A class because the encoder and its
 /// containers (value types handed to user code) all write into it; used by one call on one
 /// thread, never shared.
+///
+/// Encoding straight to bytes (`layout` set), a value whose name has an id is appended to
+/// `fields` (no dictionary of names per record); a value whose name has none goes to
+/// `values`, to be reported as an unknown attribute unless it ends up null. Encoding to
+/// names (`layout` nil), every value goes to `values`.
 final class RecordEncodingState {
-    let typeName: String
+    /// The record type; its name is formatted only for an error.
+    let type: Any.Type
+    var typeName: String { String(describing: type) }
+    let layout: RecordLayout?
     var values: [String: Value] = [:]
+    var fields: [(id: UInt32, value: Value)] = []
     /// The first structural problem, recorded where the `Encoder` API cannot throw
     /// (`unkeyedContainer()`, `nestedContainer`…) and thrown when `encode(to:)` returns.
     var failure: RecordCodingError?
 
-    init(typeName: String) { self.typeName = typeName }
+    init(type: Any.Type, layout: RecordLayout? = nil) {
+        self.type = type
+        self.layout = layout
+        if let layout { fields.reserveCapacity(layout.ids.count) }
+    }
+
+    /// Stores the value of the attribute `name`; a later value for the same name replaces it.
+    @inline(__always)
+    func store(_ value: Value, forKey name: String) {
+        if let layout, let position = layout.position(of: name) {
+            fields.append((layout.ids[position], value))
+        } else {
+            values[name] = value
+        }
+    }
 
     func fail(_ reason: String) {
         if failure == nil { failure = .unsupportedStructure(type: typeName, reason: reason) }
@@ -42,16 +65,38 @@ struct RecordKeyedEncodingContainer<Key: CodingKey>: KeyedEncodingContainerProto
     var codingPath: [any CodingKey] { [] }
 
     mutating func encodeNil(forKey key: Key) throws {
-        state.values[key.stringValue] = .null
+        state.store(.null, forKey: key.stringValue)
     }
 
     mutating func encode<T: Encodable>(_ value: T, forKey key: Key) throws {
-        state.values[key.stringValue] = try ValueConversion.value(of: value, attribute: key.stringValue)
+        state.store(try ValueConversion.value(of: value, attribute: key.stringValue), forKey: key.stringValue)
+    }
+
+    // The concrete overloads synthesized conformances call: no generic conversion.
+    mutating func encode(_ value: String, forKey key: Key) throws { state.store(.string(value), forKey: key.stringValue) }
+    mutating func encode(_ value: Bool, forKey key: Key) throws { state.store(.bool(value), forKey: key.stringValue) }
+    mutating func encode(_ value: Double, forKey key: Key) throws { state.store(.double(value), forKey: key.stringValue) }
+    mutating func encode(_ value: Float, forKey key: Key) throws { state.store(.double(Double(value)), forKey: key.stringValue) }
+    mutating func encode(_ value: Int, forKey key: Key) throws { state.store(.int(Int64(value)), forKey: key.stringValue) }
+    mutating func encode(_ value: Int8, forKey key: Key) throws { state.store(.int(Int64(value)), forKey: key.stringValue) }
+    mutating func encode(_ value: Int16, forKey key: Key) throws { state.store(.int(Int64(value)), forKey: key.stringValue) }
+    mutating func encode(_ value: Int32, forKey key: Key) throws { state.store(.int(Int64(value)), forKey: key.stringValue) }
+    mutating func encode(_ value: Int64, forKey key: Key) throws { state.store(.int(value), forKey: key.stringValue) }
+    mutating func encode(_ value: UInt8, forKey key: Key) throws { state.store(.int(Int64(value)), forKey: key.stringValue) }
+    mutating func encode(_ value: UInt16, forKey key: Key) throws { state.store(.int(Int64(value)), forKey: key.stringValue) }
+    mutating func encode(_ value: UInt32, forKey key: Key) throws { state.store(.int(Int64(value)), forKey: key.stringValue) }
+
+    mutating func encode(_ value: UInt, forKey key: Key) throws {
+        state.store(try ValueConversion.value(ofInteger: value, attribute: key.stringValue), forKey: key.stringValue)
+    }
+
+    mutating func encode(_ value: UInt64, forKey key: Key) throws {
+        state.store(try ValueConversion.value(ofInteger: value, attribute: key.stringValue), forKey: key.stringValue)
     }
 
     mutating func nestedContainer<NestedKey: CodingKey>(keyedBy _: NestedKey.Type, forKey key: Key) -> KeyedEncodingContainer<NestedKey> {
         state.fail("attribute \(key.stringValue) asks for a nested keyed container; encode a Codable value instead")
-        return KeyedEncodingContainer(RecordKeyedEncodingContainer<NestedKey>(state: RecordEncodingState(typeName: state.typeName)))
+        return KeyedEncodingContainer(RecordKeyedEncodingContainer<NestedKey>(state: RecordEncodingState(type: state.type)))
     }
 
     mutating func nestedUnkeyedContainer(forKey key: Key) -> any UnkeyedEncodingContainer {
@@ -64,7 +109,7 @@ struct RecordKeyedEncodingContainer<Key: CodingKey>: KeyedEncodingContainerProto
 
     mutating func superEncoder(forKey key: Key) -> any Encoder {
         state.fail("attribute \(key.stringValue) asks for a keyed super-encoder; use superEncoder() without a key")
-        return RecordEncoding(state: RecordEncodingState(typeName: state.typeName))
+        return RecordEncoding(state: RecordEncodingState(type: state.type))
     }
 }
 
@@ -78,9 +123,9 @@ struct DiscardingEncodingContainer: UnkeyedEncodingContainer, SingleValueEncodin
     mutating func encode<T: Encodable>(_: T) throws {}
 
     mutating func nestedContainer<NestedKey: CodingKey>(keyedBy _: NestedKey.Type) -> KeyedEncodingContainer<NestedKey> {
-        KeyedEncodingContainer(RecordKeyedEncodingContainer<NestedKey>(state: RecordEncodingState(typeName: "")))
+        KeyedEncodingContainer(RecordKeyedEncodingContainer<NestedKey>(state: RecordEncodingState(type: Void.self)))
     }
 
     mutating func nestedUnkeyedContainer() -> any UnkeyedEncodingContainer { DiscardingEncodingContainer() }
-    mutating func superEncoder() -> any Encoder { RecordEncoding(state: RecordEncodingState(typeName: "")) }
+    mutating func superEncoder() -> any Encoder { RecordEncoding(state: RecordEncodingState(type: Void.self)) }
 }

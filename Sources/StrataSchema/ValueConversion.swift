@@ -25,6 +25,16 @@ enum ValueConversion {
     ///   integer above `Int64.max`; ``RecordCodingError/invalidCodableValue(attribute:type:reason:)``
     ///   when JSON encoding fails.
     static func value<T: Encodable>(of value: T, attribute: String) throws(RecordCodingError) -> Value {
+        // The common scalars by metatype identity first: a pointer comparison, where the
+        // casts below look up conformances and generic metadata.
+        if T.self == String.self { return .string(unsafeBitCast(value, to: String.self)) }
+        if T.self == Date.self { return .date(unsafeBitCast(value, to: Date.self)) }
+        if T.self == Int.self { return .int(Int64(unsafeBitCast(value, to: Int.self))) }
+        if T.self == Double.self { return .double(unsafeBitCast(value, to: Double.self)) }
+        if T.self == Bool.self { return .bool(unsafeBitCast(value, to: Bool.self)) }
+        if T.self == UUID.self { return .uuid(unsafeBitCast(value, to: UUID.self)) }
+        if T.self == Data.self { return .data([UInt8](unsafeBitCast(value, to: Data.self))) }
+        if T.self == Int64.self { return .int(unsafeBitCast(value, to: Int64.self)) }
         if let optional = value as? any OptionalEncodable {
             guard let wrapped = optional.wrappedEncodable else { return .null }
             return try Self.value(of: wrapped, attribute: attribute)
@@ -57,6 +67,15 @@ enum ValueConversion {
     ///   the stored kind is not `T`'s; ``RecordCodingError/integerOutOfRange(attribute:value:type:)``;
     ///   ``RecordCodingError/invalidCodableValue(attribute:type:reason:)`` when JSON decoding fails.
     static func decode<T: Decodable>(_ type: T.Type, from value: Value, attribute: String) throws(RecordCodingError) -> T {
+        // The common scalars by metatype identity first (see `value(of:attribute:)`).
+        if T.self == String.self { return unsafeBitCast(try string(from: value, attribute: attribute), to: T.self) }
+        if T.self == Date.self { return unsafeBitCast(try date(from: value, attribute: attribute), to: T.self) }
+        if T.self == Int.self { return unsafeBitCast(try integer(Int.self, from: value, attribute: attribute), to: T.self) }
+        if T.self == Double.self { return unsafeBitCast(try double(from: value, attribute: attribute), to: T.self) }
+        if T.self == Bool.self { return unsafeBitCast(try bool(from: value, attribute: attribute), to: T.self) }
+        if T.self == UUID.self { return unsafeBitCast(try uuid(from: value, attribute: attribute), to: T.self) }
+        if T.self == Data.self { return unsafeBitCast(try data(from: value, attribute: attribute), to: T.self) }
+        if T.self == Int64.self { return unsafeBitCast(try integer(Int64.self, from: value, attribute: attribute), to: T.self) }
         if let optionalType = T.self as? any OptionalDecodable.Type {
             if value.isNull, let absent = optionalType.absent as? T { return absent }
             return try decodeWrapped(optionalType, from: value, attribute: attribute)
@@ -105,6 +124,78 @@ enum ValueConversion {
             throw .integerOutOfRange(attribute: attribute, value: "\(value)", type: String(describing: T.self))
         }
         return converted
+    }
+}
+
+// The scalar conversions, by concrete type: what the record containers' concrete
+// `decode(_: String.Type, forKey:)`… overloads and the fast paths above call. Each error is
+// the one the generic path reports for the same type.
+extension ValueConversion {
+    /// The error for `value` not being a `typeName`: missing when null, else a mismatch.
+    static func mismatch(_ value: Value, attribute: String, typeName: String) -> RecordCodingError {
+        value.isNull ? .missingValue(attribute: attribute, type: typeName)
+                     : .typeMismatch(attribute: attribute, expected: typeName, found: value)
+    }
+
+    @inline(__always)
+    static func string(from value: Value, attribute: String) throws(RecordCodingError) -> String {
+        guard case .string(let string) = value else { throw mismatch(value, attribute: attribute, typeName: "String") }
+        return string
+    }
+
+    @inline(__always)
+    static func bool(from value: Value, attribute: String) throws(RecordCodingError) -> Bool {
+        guard case .bool(let bool) = value else { throw mismatch(value, attribute: attribute, typeName: "Bool") }
+        return bool
+    }
+
+    @inline(__always)
+    static func double(from value: Value, attribute: String) throws(RecordCodingError) -> Double {
+        guard case .double(let double) = value else { throw mismatch(value, attribute: attribute, typeName: "Double") }
+        return double
+    }
+
+    @inline(__always)
+    static func float(from value: Value, attribute: String) throws(RecordCodingError) -> Float {
+        guard case .double(let double) = value else { throw mismatch(value, attribute: attribute, typeName: "Float") }
+        return Float(double)
+    }
+
+    @inline(__always)
+    static func date(from value: Value, attribute: String) throws(RecordCodingError) -> Date {
+        guard case .date(let date) = value else { throw mismatch(value, attribute: attribute, typeName: "Date") }
+        return date
+    }
+
+    @inline(__always)
+    static func uuid(from value: Value, attribute: String) throws(RecordCodingError) -> UUID {
+        guard case .uuid(let uuid) = value else { throw mismatch(value, attribute: attribute, typeName: "UUID") }
+        return uuid
+    }
+
+    @inline(__always)
+    static func data(from value: Value, attribute: String) throws(RecordCodingError) -> Data {
+        guard case .data(let bytes) = value else { throw mismatch(value, attribute: attribute, typeName: "Data") }
+        return Data(bytes)
+    }
+
+    /// An integer of type `I` from an `.int`, range-checked.
+    @inline(__always)
+    static func integer<I: FixedWidthInteger>(_: I.Type, from value: Value, attribute: String) throws(RecordCodingError) -> I {
+        guard case .int(let int) = value else { throw mismatch(value, attribute: attribute, typeName: String(describing: I.self)) }
+        guard let converted = I(exactly: int) else {
+            throw .integerOutOfRange(attribute: attribute, value: "\(int)", type: String(describing: I.self))
+        }
+        return converted
+    }
+
+    /// The `.int` stored for an integer, range-checked into `Int64`.
+    @inline(__always)
+    static func value<I: FixedWidthInteger>(ofInteger integer: I, attribute: String) throws(RecordCodingError) -> Value {
+        guard let int = Int64(exactly: integer) else {
+            throw .integerOutOfRange(attribute: attribute, value: "\(integer)", type: "Int64")
+        }
+        return .int(int)
     }
 }
 
