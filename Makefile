@@ -23,5 +23,8 @@ bench-deps: deps
 test: deps
 	$(SWIFT) test -c release
 
+# The benchmark package builds the library as a path dependency; its cached build plan can
+# miss source files added to the library since, so it is re-planned on every run (seconds).
 bench: bench-deps
+	rm -f Benchmarks/.build/release.yaml
 	cd Benchmarks && $(SWIFT) run -c release StrataBenchmarks $(BENCH_ARGS)
