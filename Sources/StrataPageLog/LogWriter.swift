@@ -33,8 +33,8 @@ final class LogWriter: @unchecked Sendable {
     var lastLSN: UInt64
     var nextLSN: UInt64
     var nextPageID: UInt64
-    /// Freed page ids available for reuse, in no particular order.
-    var freePageIDs: [UInt64]
+    /// Freed page ids available for reuse.
+    var freePageIDs: FreePageList
     var usage: [UInt64: SegmentUsage]
     /// Where each page table chunk was last checkpointed.
     var chunkLocations: [PageLocation]
@@ -46,7 +46,7 @@ final class LogWriter: @unchecked Sendable {
     var retired: [RetiredSegment] = []
 
     init(activeSegment: UInt64, activeFile: any StorageFile, flushedOffset: UInt64, table: PageTable, lastLSN: UInt64,
-         nextLSN: UInt64, nextPageID: UInt64, freePageIDs: [UInt64], usage: [UInt64: SegmentUsage],
+         nextLSN: UInt64, nextPageID: UInt64, freePageIDs: FreePageList, usage: [UInt64: SegmentUsage],
          chunkLocations: [PageLocation], dirtyChunks: Set<Int>, superblock: Superblock, superblockFile: any StorageFile,
          rootAddress: FrameAddress) {
         self.activeSegment = activeSegment

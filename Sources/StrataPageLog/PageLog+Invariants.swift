@@ -37,10 +37,15 @@ extension PageLog {
                 problems.append("page \(maximumID) is at or above the next page id \(writer.nextPageID)")
             }
             var free = Set<UInt64>()
-            for id in writer.freePageIDs {
-                if !free.insert(id).inserted { problems.append("page id \(id) is free twice") }
-                if id < PageLog.firstAllocatablePageID || id >= writer.nextPageID { problems.append("free page id \(id) out of range") }
-                if !writer.table[id].isNone { problems.append("free page id \(id) holds a page") }
+            for range in writer.freePageIDs.ranges {
+                if range.lowerBound < PageLog.firstAllocatablePageID || range.upperBound > writer.nextPageID {
+                    problems.append("free page ids \(range) out of range")
+                }
+                guard range.count <= 1 << 16 else { continue }  // a large never-written span: bounds only
+                for id in range {
+                    if !free.insert(id).inserted { problems.append("page id \(id) is free twice") }
+                    if !writer.table[id].isNone { problems.append("free page id \(id) holds a page") }
+                }
             }
             // 8: durable ≤ written.
             let durablePosition = durable.withLock { $0 }

@@ -395,7 +395,16 @@ struct Recovery {
         } catch let error as IOError {
             throw PageLogError.io(error)
         }
-        var free: [UInt64] = []
+        // Free ids as ranges, ascending, then reversed so the lowest are handed out first.
+        var free: [Range<UInt64>] = []
+        func add(_ range: Range<UInt64>) {
+            guard !range.isEmpty else { return }
+            if let last = free.last, last.upperBound == range.lowerBound {
+                free[free.count - 1] = last.lowerBound..<range.upperBound
+            } else {
+                free.append(range)
+            }
+        }
         let chunkSize = UInt64(PageTable.chunkEntries)
         for chunkIndex in 0..<Int((nextPageID + chunkSize - 1) / chunkSize) {
             let base = UInt64(chunkIndex) * chunkSize
@@ -403,16 +412,15 @@ struct Recovery {
             let lower = max(PageLog.firstAllocatablePageID, base)
             guard lower < upper else { continue }
             if chunkIndex >= table.chunkCount || table.chunks[chunkIndex].isEmpty {
-                free.append(contentsOf: lower..<upper)
+                add(lower..<upper)
             } else {
                 let chunk = table.chunks[chunkIndex]
-                for id in lower..<upper where chunk[Int(id - base)].isNone { free.append(id) }
+                for id in lower..<upper where chunk[Int(id - base)].isNone { add(id..<(id + 1)) }
             }
         }
-        free.reverse()  // lowest ids are handed out first
         let writer = LogWriter(
             activeSegment: activeSegment, activeFile: activeFile, flushedOffset: activeOffset, table: table, lastLSN: lastLSN,
-            nextLSN: max(lastLSN, maxSeenLSN) + 1, nextPageID: nextPageID, freePageIDs: free, usage: usage,
+            nextLSN: max(lastLSN, maxSeenLSN) + 1, nextPageID: nextPageID, freePageIDs: FreePageList(ranges: free.reversed()), usage: usage,
             chunkLocations: chunkLocations, dirtyChunks: dirtyChunks, superblock: superblock, superblockFile: superblockFile,
             rootAddress: superblock.root)
         writer.bytesSinceCheckpoint = report.replayedBytes

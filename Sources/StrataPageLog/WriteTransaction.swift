@@ -27,7 +27,7 @@ package final class WriteTransaction {
     /// A fresh page id (a freed one when available). It holds no page until written.
     package func allocatePageID() throws -> UInt64 {
         try checkOpen()
-        if let id = writer.freePageIDs.popLast() {
+        if let id = writer.freePageIDs.take() {
             reusedPageIDs.append(id)
             return id
         }
@@ -119,7 +119,7 @@ package final class WriteTransaction {
     /// bytes; recovery ignores them because no commit frame with this LSN follows them.
     func abandon() {
         finished = true
-        writer.freePageIDs.append(contentsOf: reusedPageIDs)
+        writer.freePageIDs.insert(contentsOf: reusedPageIDs)
         writer.nextPageID = startNextPageID
     }
 
@@ -129,7 +129,7 @@ package final class WriteTransaction {
     func commit() throws -> LogPosition? {
         finished = true
         guard !changes.isEmpty else {
-            writer.freePageIDs.append(contentsOf: reusedPageIDs)
+            writer.freePageIDs.insert(contentsOf: reusedPageIDs)
             return nil
         }
         let durablePosition = log.durable.withLock { $0 }
@@ -145,7 +145,7 @@ package final class WriteTransaction {
             writer.replaceLive(old: old, new: location)
             writer.table[pageID] = location
             writer.dirtyChunks.insert(Int(pageID / UInt64(PageTable.chunkEntries)))
-            if location.isNone && pageID >= PageLog.firstAllocatablePageID { writer.freePageIDs.append(pageID) }
+            if location.isNone && pageID >= PageLog.firstAllocatablePageID { writer.freePageIDs.insert(pageID) }
         }
         writer.lastLSN = lsn
         let table = writer.table

@@ -115,3 +115,34 @@ import StrataTestSupport
         #expect(log.statistics.segmentCount == 1)
     }
 }
+
+/// A checksummed commit claiming a next page id near the maximum (2^31) must not make
+/// recovery allocate memory per unused id (the free list was an array of every free id).
+@Suite struct HugeNextPageIDRegressionTests {
+    @Test func recoveryKeepsUnusedIDSpansAsRanges() throws {
+        let fs = MemoryFileSystem()
+        let log = try PageLog.open(directory: storePath, fileSystem: fs, options: smallOptions())
+        try log.write { try $0.write(1, bytes: [1]) }
+        let end = try log.snapshot().location(of: 1)
+        let name = storePath + "/" + String(repeating: "0", count: 15) + "\(end.segment).seg"
+        var bytes = try #require(fs.contents(of: name))
+        // Append a valid transaction by hand: one page frame and a commit claiming 2^31 - 1.
+        let lsn = end.lsn + 1
+        let nextPageID = PageLog.maximumPageID - 1
+        [UInt8]([7, 7, 7]).withUnsafeBytes {
+            _ = FrameCodec.append(kind: .page, pageID: nextPageID - 1, lsn: lsn, payload: $0, compress: false, to: &bytes)
+        }
+        CommitRecord(frameCount: 1, durableSegment: 0, durableOffset: 0, nextPageID: nextPageID).encoded().withUnsafeBytes {
+            _ = FrameCodec.append(kind: .commit, pageID: 0, lsn: lsn, payload: $0, compress: false, to: &bytes)
+        }
+        fs.setContents(of: name, to: bytes)
+        var random = SeededRandom(seed: 53)
+        fs.simulateCrash(mode: .keepAll, using: &random)
+
+        let reopened = try PageLog.open(directory: storePath, fileSystem: fs, options: smallOptions())
+        #expect(try reopened.read(nextPageID - 1)?.bytes == [7, 7, 7])
+        #expect(reopened.checkInvariants().isEmpty)
+        // The lowest free id is handed out first.
+        #expect(try reopened.write { try $0.allocatePageID() } == PageLog.firstAllocatablePageID)
+    }
+}
