@@ -6,7 +6,7 @@ public enum Durability: Sendable {
     case durable
     /// Crash-consistent but not yet synced: a power loss may lose this and later commits,
     /// never part of one (like SQLite's `synchronous=NORMAL`). Synced by the next durable
-    /// commit, checkpoint or close.
+    /// commit, checkpoint or close, and whenever 16 MiB of log are unsynced.
     case relaxed
 
     var pageLogDurability: StrataPageLog.Durability { self == .durable ? .durable : .relaxed }

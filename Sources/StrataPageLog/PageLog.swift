@@ -171,7 +171,9 @@ package final class PageLog: Sendable {
             return (result, end)
         }
         if let commitEnd {
-            if durability == .durable { try sync(upTo: commitEnd) }
+            if durability == .durable || unsyncedBytes(before: commitEnd) >= UInt64(options.relaxedSyncBytes) {
+                try sync(upTo: commitEnd)
+            }
             scheduleCompactionIfNeeded()
         }
         return result
@@ -242,6 +244,14 @@ package final class PageLog: Sendable {
             segmentSyncs.add(1, ordering: .relaxed)
             durable.withLock { $0 = max($0, flushed) }
         }
+    }
+
+    /// Bytes of log between the durable position and `position` (within the last segment;
+    /// earlier segments are always synced, invariant 3).
+    func unsyncedBytes(before position: LogPosition) -> UInt64 {
+        let durablePosition = durable.withLock { $0 }
+        guard durablePosition.segment == position.segment else { return position.offset }
+        return position.offset > durablePosition.offset ? position.offset - durablePosition.offset : 0
     }
 
     func checkWritableIgnoringClose() throws {

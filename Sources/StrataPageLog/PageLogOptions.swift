@@ -12,6 +12,9 @@ package struct PageLogOptions: Sendable {
     package var maximumSpaceAmplification = 2.0
     /// Stores whose log is smaller than this are never compacted automatically.
     package var compactionMinimumBytes = 128 << 20
+    /// Relaxed commits are synced once this many bytes of log are unsynced (default 16 MiB),
+    /// which bounds what a power loss can take from a stream of relaxed commits.
+    package var relaxedSyncBytes = 16 << 20
     /// Bytes buffered before a write system call.
     package var writeBufferSize = 1 << 20
     /// The largest page accepted.
@@ -27,7 +30,8 @@ package enum Durability: Sendable {
     case durable
     /// The commit is crash-consistent but not synced: a crash may lose it and the commits after
     /// it, never leave a partial commit, and never lose a commit before the last sync (like
-    /// SQLite's `synchronous=NORMAL` in WAL mode).
+    /// SQLite's `synchronous=NORMAL` in WAL mode). The log is synced whenever
+    /// `relaxedSyncBytes` of it are unsynced, which bounds what a crash can take.
     case relaxed
 }
 
