@@ -39,7 +39,7 @@ public final class Context {
     ///   type; `.recordCoding` when a value cannot be encoded.
     @discardableResult
     public func insert<Record: PersistentRecord>(_ record: Record) throws -> RecordID<Record> {
-        let (entityID, bytes) = try encode(record)
+        let (entityID, bytes) = try store.encode(record)
         let id = store.allocateID(for: entityID)
         changes[entityID, default: [:]][id] = .upsert(bytes, isNew: true)
         return RecordID(rawValue: id)
@@ -48,7 +48,7 @@ public final class Context {
     /// Replaces the values of an existing record.
     /// - Throws: `StrataError.recordNotFound` when there is no such record (or it was deleted).
     public func update<Record: PersistentRecord>(_ id: RecordID<Record>, to record: Record) throws {
-        let (entityID, bytes) = try encode(record)
+        let (entityID, bytes) = try store.encode(record)
         guard try exists(entityID, id.rawValue) else { throw StrataError.recordNotFound(id.description) }
         let isNew: Bool
         if case .upsert(_, true)? = changes[entityID]?[id.rawValue] { isNew = true } else { isNew = false }
@@ -57,7 +57,7 @@ public final class Context {
 
     /// Deletes a record; deleting a record that does not exist does nothing.
     public func delete<Record: PersistentRecord>(_ id: RecordID<Record>) throws {
-        let entityID = try entity(of: Record.self)
+        let entityID = try store.entityID(of: Record.self)
         if case .upsert(_, true)? = changes[entityID]?[id.rawValue] {
             changes[entityID]?[id.rawValue] = nil  // never saved: nothing to delete
         } else if try exists(entityID, id.rawValue) {
@@ -112,14 +112,14 @@ public final class Context {
 
     /// The record with this identifier, unsaved changes included, or nil.
     public func record<Record: PersistentRecord>(for id: RecordID<Record>) throws -> Record? {
-        let entityID = try entity(of: Record.self)
+        let entityID = try store.entityID(of: Record.self)
         switch changes[entityID]?[id.rawValue] {
-        case .upsert(let bytes, _)?: return try decode(Record.self, bytes)
+        case .upsert(let bytes, _)?: return try bytes.withUnsafeBytes { try store.decode(Record.self, from: $0) }
         case .delete?: return nil
         case nil:
             let snapshot = try translatingErrors { try store.records.snapshot() }
             guard let bytes = try translatingErrors({ try snapshot.reader(for: entityID).get(id.rawValue) }) else { return nil }
-            return try decode(Record.self, bytes)
+            return try bytes.withUnsafeBytes { try store.decode(Record.self, from: $0) }
         }
     }
 
@@ -128,11 +128,11 @@ public final class Context {
     /// - Throws: `.recordCoding` for a stored record that cannot be read as `Record`; an error
     ///   the predicate throws; storage errors.
     public func fetch<Record: PersistentRecord>(_ descriptor: FetchDescriptor<Record>) throws -> [Identified<Record>] {
-        let entityID = try entity(of: Record.self)
+        let entityID = try store.entityID(of: Record.self)
         let pending = changes[entityID] ?? [:]
         var results: [Identified<Record>] = []
-        func consider(_ id: UInt64, _ bytes: [UInt8]) throws {
-            let record = try decode(Record.self, bytes)
+        func consider(_ id: UInt64, _ bytes: UnsafeRawBufferPointer) throws {
+            let record = try store.decode(Record.self, from: bytes)
             if let predicate = descriptor.predicate, try !predicate.evaluate(record) { return }
             results.append(Identified(id: RecordID(rawValue: id), record: record))
         }
@@ -144,12 +144,12 @@ public final class Context {
         try translatingErrors {
             try snapshot.reader(for: entityID).scan { id, bytes in
                 if let wanted, results.count >= wanted { return false }
-                if pending[id] == nil { try consider(id, Array(bytes)) }
+                if pending[id] == nil { try consider(id, bytes) }
                 return true
             }
         }
         for (id, change) in pending.sorted(by: { $0.key < $1.key }) {
-            if case .upsert(let bytes, _) = change { try consider(id, bytes) }
+            if case .upsert(let bytes, _) = change { try bytes.withUnsafeBytes { try consider(id, $0) } }
         }
         results.sort { a, b in
             for key in descriptor.sortBy {
@@ -168,21 +168,6 @@ public final class Context {
     }
 
     // MARK: Helpers
-
-    private func entity<Record: PersistentRecord>(of type: Record.Type) throws -> UInt32 {
-        do { return try store.binding.entityID(for: Record.self) } catch {
-            throw StrataError.unknownEntity(Record.entityName)
-        }
-    }
-
-    private func encode<Record: PersistentRecord>(_ record: Record) throws -> (UInt32, [UInt8]) {
-        _ = try entity(of: Record.self)
-        do { return try store.binding.encode(record) } catch { throw StrataError.recordCoding(reason: "\(error)") }
-    }
-
-    private func decode<Record: PersistentRecord>(_ type: Record.Type, _ bytes: [UInt8]) throws -> Record {
-        do { return try store.binding.decode(type, from: bytes) } catch { throw StrataError.recordCoding(reason: "\(error)") }
-    }
 
     private func exists(_ entityID: UInt32, _ id: UInt64) throws -> Bool {
         switch changes[entityID]?[id] {

@@ -31,7 +31,7 @@ extension Store {
         /// Inserts a record and returns its identifier.
         @discardableResult
         public func insert<Record: PersistentRecord>(_ record: Record) throws -> RecordID<Record> {
-            let (entityID, bytes) = try encode(record)
+            let (entityID, bytes) = try store.encode(record)
             let id = store.allocateID(for: entityID)
             transaction.reserve(id, for: entityID)
             try translatingErrors { try tree(entityID).insert(id, bytes: bytes) }
@@ -41,7 +41,7 @@ extension Store {
         /// Replaces an existing record.
         /// - Throws: `StrataError.recordNotFound` when there is none.
         public func update<Record: PersistentRecord>(_ id: RecordID<Record>, to record: Record) throws {
-            let (entityID, bytes) = try encode(record)
+            let (entityID, bytes) = try store.encode(record)
             guard try translatingErrors({ try tree(entityID).update(id.rawValue, bytes: bytes) }) else {
                 throw StrataError.recordNotFound(id.description)
             }
@@ -50,28 +50,19 @@ extension Store {
         /// Deletes a record; returns false when there was none.
         @discardableResult
         public func delete<Record: PersistentRecord>(_ id: RecordID<Record>) throws -> Bool {
-            let entityID = try entity(of: Record.self)
+            let entityID = try store.entityID(of: Record.self)
             return try translatingErrors { try tree(entityID).delete(id.rawValue) }
         }
 
         /// The record with this identifier as this transaction sees it, or nil.
         public func record<Record: PersistentRecord>(for id: RecordID<Record>) throws -> Record? {
-            let entityID = try entity(of: Record.self)
+            let entityID = try store.entityID(of: Record.self)
             guard let bytes = try translatingErrors({ try tree(entityID).get(id.rawValue) }) else { return nil }
-            do { return try store.binding.decode(Record.self, from: bytes) } catch { throw StrataError.recordCoding(reason: "\(error)") }
+            return try bytes.withUnsafeBytes { try store.decode(Record.self, from: $0) }
         }
 
         private func tree(_ entityID: UInt32) -> RecordTreeWriter {
             transaction.tree(for: entityID, schemaVersion: store.binding.versionID)
-        }
-
-        private func entity<Record: PersistentRecord>(of type: Record.Type) throws -> UInt32 {
-            do { return try store.binding.entityID(for: Record.self) } catch { throw StrataError.unknownEntity(Record.entityName) }
-        }
-
-        private func encode<Record: PersistentRecord>(_ record: Record) throws -> (UInt32, [UInt8]) {
-            _ = try entity(of: Record.self)
-            do { return try store.binding.encode(record) } catch { throw StrataError.recordCoding(reason: "\(error)") }
         }
     }
 }

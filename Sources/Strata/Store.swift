@@ -77,6 +77,28 @@ public final class Store: Sendable {
         try translatingErrors { try records.log.close() }
     }
 
+    /// The entity id of a record type in the bound schema.
+    /// - Throws: `StrataError.unknownEntity`.
+    func entityID<Record: PersistentRecord>(of type: Record.Type) throws -> UInt32 {
+        do { return try binding.entityID(for: Record.self) } catch { throw StrataError.unknownEntity(Record.entityName) }
+    }
+
+    /// A record's entity id and stored bytes.
+    /// - Throws: `StrataError.unknownEntity`, `.recordCoding`.
+    func encode<Record: PersistentRecord>(_ record: Record) throws -> (entityID: UInt32, bytes: [UInt8]) {
+        do { return try binding.encode(record) } catch SchemaBindingError.unknownEntity {
+            throw StrataError.unknownEntity(Record.entityName)
+        } catch {
+            throw StrataError.recordCoding(reason: "\(error)")
+        }
+    }
+
+    /// A record from its stored bytes (written under any version of the schema).
+    /// - Throws: `StrataError.recordCoding`.
+    func decode<Record: PersistentRecord>(_ type: Record.Type, from bytes: UnsafeRawBufferPointer) throws -> Record {
+        do { return try binding.decode(type, from: bytes) } catch { throw StrataError.recordCoding(reason: "\(error)") }
+    }
+
     /// A new identifier for a record of `entityID`.
     func allocateID(for entityID: UInt32) -> UInt64 {
         nextIDs.withLock { ids in

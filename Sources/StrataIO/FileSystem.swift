@@ -73,6 +73,25 @@ extension StorageFile {
     }
 }
 
+extension FileSystem {
+    /// Creates the file `name` in `directory` with `contents`, so that it exists under its name
+    /// only once complete and durable: written and synced under `name + ".tmp"`, renamed, the
+    /// directory synced. Returns the file, open. A crash leaves either no file of that name or
+    /// the whole file (and perhaps a `.tmp` leftover to delete).
+    package func createFileDurably(named name: String, in directory: String, contents: [UInt8]) throws -> any StorageFile {
+        let path = joinPath(directory, name)
+        let temporary = path + ".tmp"
+        let scratch = try openFile(temporary, create: true)
+        try scratch.truncate(to: 0)
+        try scratch.write(contents, at: 0)
+        try scratch.sync()
+        scratch.close()
+        try rename(temporary, to: path)
+        try syncDirectory(directory)
+        return try openFile(path, create: false)
+    }
+}
+
 /// Joins a directory and a file name.
 package func joinPath(_ directory: String, _ name: String) -> String {
     directory.hasSuffix("/") ? directory + name : directory + "/" + name

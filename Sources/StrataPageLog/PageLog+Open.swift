@@ -74,32 +74,18 @@ extension PageLog {
     private static func createStore(directory: String, fileSystem: any FileSystem) throws {
         do {
             let storeID = StoreID.random()
-            let segmentPath = joinPath(directory, StoreFileNames.segment(1))
-            let temporarySegment = segmentPath + StoreFileNames.temporarySuffix
-            let segment = try fileSystem.openFile(temporarySegment, create: true)
             var bytes = SegmentHeader(storeID: storeID, segmentID: 1, previousSegmentID: 0, previousSegmentEnd: 0).encoded()
             let length = initialRoot.encoded().withUnsafeBytes {
                 FrameCodec.append(kind: .checkpoint, pageID: 0, lsn: initialLSN, payload: $0, compress: false, to: &bytes)
             }
-            try segment.write(bytes, at: 0)
-            try segment.sync()
-            segment.close()
-            try fileSystem.rename(temporarySegment, to: segmentPath)
+            try fileSystem.createFileDurably(named: StoreFileNames.segment(1), in: directory, contents: bytes).close()
 
             let superblock = Superblock(storeID: storeID, epoch: 1, checkpointLSN: initialLSN,
                                         root: FrameAddress(segment: 1, offset: UInt64(SegmentHeader.size), length: UInt32(length)))
             var file = [UInt8](repeating: 0, count: Superblock.fileSize)
             file.replaceSubrange(superblock.slot * Superblock.slotStride..<(superblock.slot * Superblock.slotStride + Superblock.encodedSize),
                                  with: superblock.encoded())
-            let superblockPath = joinPath(directory, StoreFileNames.superblock)
-            let temporary = superblockPath + StoreFileNames.temporarySuffix
-            let handle = try fileSystem.openFile(temporary, create: true)
-            try handle.write(file, at: 0)
-            try handle.sync()
-            handle.close()
-            try fileSystem.syncDirectory(directory)
-            try fileSystem.rename(temporary, to: superblockPath)
-            try fileSystem.syncDirectory(directory)
+            try fileSystem.createFileDurably(named: StoreFileNames.superblock, in: directory, contents: file).close()
         } catch let error as IOError {
             throw PageLogError.io(error)
         }

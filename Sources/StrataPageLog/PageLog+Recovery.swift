@@ -371,18 +371,11 @@ struct Recovery {
             if end.offset < lastSegmentSize {
                 usage[end.segment]?.totalBytes = lastSegmentSize
                 let id = (files.keys.max() ?? end.segment) + 1
-                let name = path(StoreFileNames.segment(id))
-                let temporary = name + StoreFileNames.temporarySuffix
-                let scratch = try fileSystem.openFile(temporary, create: true)
-                try scratch.truncate(to: 0)
-                try scratch.write(SegmentHeader(storeID: superblock.storeID, segmentID: id, previousSegmentID: end.segment,
-                                                previousSegmentEnd: end.offset).encoded(), at: 0)
-                try scratch.sync()
-                scratch.close()
                 try lastFile.sync()
-                try fileSystem.rename(temporary, to: name)
-                try fileSystem.syncDirectory(directory)
-                activeFile = try fileSystem.openFile(name, create: false)
+                let header = SegmentHeader(storeID: superblock.storeID, segmentID: id, previousSegmentID: end.segment,
+                                           previousSegmentEnd: end.offset)
+                activeFile = try fileSystem.createFileDurably(named: StoreFileNames.segment(id), in: directory,
+                                                              contents: header.encoded())
                 activeSegment = id
                 activeOffset = UInt64(SegmentHeader.size)
                 segments[id] = activeFile

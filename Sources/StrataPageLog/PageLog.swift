@@ -343,18 +343,9 @@ package final class PageLog: Sendable {
     /// renamed, then the directory synced. A segment file that exists under its final name
     /// always has a valid header.
     func createSegment(id: UInt64, previous: UInt64, previousEnd: UInt64) throws -> any StorageFile {
-        try io {
-            let name = path(StoreFileNames.segment(id))
-            let temporary = name + StoreFileNames.temporarySuffix
-            let scratch = try fileSystem.openFile(temporary, create: true)
-            try scratch.truncate(to: 0)
-            let header = SegmentHeader(storeID: storeID, segmentID: id, previousSegmentID: previous, previousSegmentEnd: previousEnd)
-            try scratch.write(header.encoded(), at: 0)
-            try scratch.sync()
-            scratch.close()
-            try fileSystem.rename(temporary, to: name)
-            try fileSystem.syncDirectory(directory)
-            return try fileSystem.openFile(name, create: false)
+        let header = SegmentHeader(storeID: storeID, segmentID: id, previousSegmentID: previous, previousSegmentEnd: previousEnd)
+        return try io {
+            try fileSystem.createFileDurably(named: StoreFileNames.segment(id), in: directory, contents: header.encoded())
         }
     }
 }

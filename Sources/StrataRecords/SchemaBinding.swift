@@ -92,6 +92,11 @@ package struct SchemaBinding: Sendable {
     /// A typed record from bytes written under any catalog version: attributes are named by
     /// this version's ids; attributes absent from the bytes take this version's defaults.
     package func decode<Record: PersistentRecord>(_ type: Record.Type, from bytes: [UInt8]) throws -> Record {
+        try bytes.withUnsafeBytes { try decode(type, from: $0) }
+    }
+
+    /// A typed record from bytes read in place (a scan passes the leaf's bytes, uncopied).
+    package func decode<Record: PersistentRecord>(_ type: Record.Type, from bytes: UnsafeRawBufferPointer) throws -> Record {
         let entityID = try entityID(for: Record.self)
         let layout = layouts[entityID] ?? RecordLayout(attributes: [])
         do {
