@@ -72,7 +72,7 @@ package enum RecordCodec {
     ///   byte of 0 or greater than 2 (`unsupportedVersion` set), a count larger than the bytes
     ///   could hold, attribute ids not strictly increasing or above `UInt32.max`, a null or
     ///   unknown tag (tag 10 in a format-1 record is unknown), a payload past the end, invalid UTF-8 or varints, or bytes after the last
-    ///   field. Never traps; allocations are bounded by the input's length.
+    ///   field, or a format-2 record without a references value. Never traps; allocations are bounded by the input's length.
     package static func decode(_ buffer: UnsafeRawBufferPointer) throws(FormatError) -> [UInt32: Value] {
         var values: [UInt32: Value] = [:]
         for (id, value) in try decodeFields(buffer) { values[id] = value }
@@ -89,13 +89,20 @@ package enum RecordCodec {
         var fields: [(id: UInt32, value: Value)] = []
         fields.reserveCapacity(count)
         var previous: UInt32?
+        var holdsReferences = false
         for _ in 0..<count {
             let id = try reader.readAttributeID(after: previous)
-            fields.append((id, try reader.readFieldValue(id: id)))
+            let value = try reader.readFieldValue(id: id)
+            if case .references = value { holdsReferences = true }
+            fields.append((id, value))
             previous = id
         }
         guard reader.remaining == 0 else {
             throw FormatError("\(reader.remaining) bytes after the last field of the record", at: reader.position)
+        }
+        // Canonical form: format 2 only for records that need it.
+        guard holdsReferences || reader.format < referencesFormat else {
+            throw FormatError("a record of format \(reader.format) holds no references; it must be written in format \(baseFormat)", at: 0)
         }
         return fields
     }
