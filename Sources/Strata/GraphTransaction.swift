@@ -93,6 +93,9 @@ final class GraphTransaction {
     ///   `.recordCoding`, storage errors. The record-store transaction must then be abandoned.
     func commit() throws {
         defer { reset() }
+        if deletes.isEmpty, upserts.allSatisfy({ model.relationships(of: $0.key.entityID).isEmpty }) {
+            return try writeUpserts()  // nothing to maintain (bulk inserts): no overlay
+        }
         for upsert in upserts {
             overlay[upsert.key] = .bytes(upsert.bytes)
             dirty.insert(upsert.key)
@@ -203,6 +206,23 @@ final class GraphTransaction {
                     transaction.reserve(key.id, for: model.rootID(of: key.entityID))
                     try tree.insert(key.id, bytes: bytes)
                 } else if try !tree.update(key.id, bytes: bytes) {
+                    throw StrataError.recordNotFound("\(describe(key)) (deleted by another context)")
+                }
+            }
+        }
+    }
+
+    /// Writes the staged upserts as they are, in key order.
+    private func writeUpserts() throws {
+        let schemaVersion = store.binding.versionID
+        try translatingErrors {
+            for upsert in upserts.sorted(by: { $0.key < $1.key }) {
+                let key = upsert.key
+                let tree = transaction.tree(for: key.entityID, schemaVersion: schemaVersion)
+                if upsert.isNew {
+                    transaction.reserve(key.id, for: model.rootID(of: key.entityID))
+                    try tree.insert(key.id, bytes: upsert.bytes)
+                } else if try !tree.update(key.id, bytes: upsert.bytes) {
                     throw StrataError.recordNotFound("\(describe(key)) (deleted by another context)")
                 }
             }
