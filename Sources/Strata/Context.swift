@@ -131,10 +131,16 @@ public final class Context {
         let entityID = try store.entityID(of: Record.self)
         let pending = changes[entityID] ?? [:]
         var results: [Identified<Record>] = []
-        func consider(_ id: UInt64, _ bytes: UnsafeRawBufferPointer) throws {
+        // Records the predicate's byte-level pre-filter rejects are never decoded.
+        let condition = try descriptor.predicate.map { try store.condition(for: $0) } ?? .constant(true)
+        let filters = condition.isUseful
+        var found = 0
+        // Generic, so called only for records the pre-filter passes (it is not generic).
+        func consider(_ id: UInt64, _ bytes: UnsafeRawBufferPointer, decided: Bool?) throws {
             let record = try store.decode(Record.self, from: bytes)
-            if let predicate = descriptor.predicate, try !predicate.evaluate(record) { return }
+            if decided == nil, let predicate = descriptor.predicate, try !predicate.evaluate(record) { return }
             results.append(Identified(id: RecordID(rawValue: id), record: record))
+            found += 1
         }
         // Without a sort order or unsaved changes, results come in id order straight from the
         // scan, which can stop once offset + limit records matched.
@@ -143,13 +149,20 @@ public final class Context {
         let snapshot = try translatingErrors { try store.records.snapshot() }
         try translatingErrors {
             try snapshot.reader(for: entityID).scan { id, bytes in
-                if let wanted, results.count >= wanted { return false }
-                if pending[id] == nil { try consider(id, bytes) }
+                if let wanted, found >= wanted { return false }
+                guard pending.isEmpty || pending[id] == nil else { return true }
+                let decided = filters ? condition.evaluate(bytes) : nil
+                if decided != false { try consider(id, bytes, decided: decided) }
                 return true
             }
         }
         for (id, change) in pending.sorted(by: { $0.key < $1.key }) {
-            if case .upsert(let bytes, _) = change { try bytes.withUnsafeBytes { try consider(id, $0) } }
+            if case .upsert(let bytes, _) = change {
+                try bytes.withUnsafeBytes { bytes in
+                    let decided = filters ? condition.evaluate(bytes) : nil
+                    if decided != false { try consider(id, bytes, decided: decided) }
+                }
+            }
         }
         results.sort { a, b in
             for key in descriptor.sortBy {

@@ -57,37 +57,59 @@ package struct RecordTreeReader: Sendable {
 
     /// Calls `body` with every record in id order, starting at `start`, until it returns false.
     /// The bytes passed are valid only during the call (overflowed records are assembled first).
+    ///
+    /// Leaves not in the cache are read through a `SequentialPageReader` (windowed reads, one
+    /// reused decompression buffer) and are not cached, so one pass over a large tree neither
+    /// allocates per leaf nor evicts what point lookups use; interior nodes are cached.
     package func scan(from start: UInt64 = 0, _ body: (UInt64, UnsafeRawBufferPointer) throws -> Bool) throws {
         guard root.rootPageID != 0 else { return }
+        let pages = SequentialPageReader(snapshot)
         var stack: [(pageID: UInt64, next: Int)] = [(root.rootPageID, -1)]
         while let top = stack.popLast() {
             guard stack.count < 64 else { throw RecordTreeError.corruptNode(pageID: top.pageID, reason: "tree deeper than 64 levels") }
-            let node = try cache.node(top.pageID, in: snapshot)
-            switch node.kind {
-            case .interior:
+            // A leaf's records; false when `body` stopped the scan.
+            func leaf(_ raw: UnsafeRawBufferPointer, count: Int) throws -> Bool {
+                let view = LeafView(validated: raw, count: count)
+                var index = start == 0 ? 0 : view.search(start).index
+                while index < count {
+                    if view.isOverflow(index) {
+                        let whole = try resolveOverflow(Array(view.bytes(index)), pageID: top.pageID)
+                        if try !whole.withUnsafeBytes({ try body(view.id(index), $0) }) { return false }
+                    } else if try !body(view.id(index), view.bytes(index)) {
+                        return false
+                    }
+                    index += 1
+                }
+                return true
+            }
+            func interior(_ node: CachedNode) {
                 let next = top.next >= 0 ? top.next : node.bytes.withUnsafeBytes { raw in
                     InteriorNode.childIndex(for: start, count: node.count) { Self.firstID(raw, $0) }
                 }
-                guard next < node.count else { continue }
+                guard next < node.count else { return }
                 stack.append((top.pageID, next + 1))
                 stack.append((node.bytes.withUnsafeBytes { Self.child($0, next) }, -1))
-            case .leaf:
-                let proceed: Bool = try node.bytes.withUnsafeBytes { raw in
-                    let view = LeafView(validated: raw, count: node.count)
-                    var index = start == 0 ? 0 : view.search(start).index
-                    while index < node.count {
-                        if view.isOverflow(index) {
-                            let whole = try resolveOverflow(Array(view.bytes(index)), pageID: top.pageID)
-                            if try !whole.withUnsafeBytes({ try body(view.id(index), $0) }) { return false }
-                        } else if try !body(view.id(index), view.bytes(index)) {
-                            return false
-                        }
-                        index += 1
-                    }
+            }
+            if let node = try cache.cachedNode(top.pageID, in: snapshot) {
+                switch node.kind {
+                case .interior: interior(node)
+                case .leaf: if try !node.bytes.withUnsafeBytes({ try leaf($0, count: node.count) }) { return }
+                }
+                continue
+            }
+            let proceed = try pages.withPage(top.pageID) { raw -> Bool in
+                guard raw.first == NodeKind.leaf.rawValue else {
+                    interior(try cache.admit(top.pageID, bytes: Array(raw), in: snapshot))
                     return true
                 }
-                if !proceed { return }
+                let count: Int
+                do { count = try LeafView.validate(raw) } catch let error as FormatError {
+                    throw RecordTreeError.corruptNode(pageID: top.pageID, reason: error.reason)
+                }
+                return try leaf(raw, count: count)
             }
+            guard let proceed else { throw RecordTreeError.missingPage(pageID: top.pageID) }
+            if !proceed { return }
         }
     }
 }
