@@ -118,8 +118,9 @@ public final class Context {
         case .delete?: return nil
         case nil:
             let snapshot = try translatingErrors { try store.records.snapshot() }
-            guard let bytes = try translatingErrors({ try snapshot.reader(for: entityID).get(id.rawValue) }) else { return nil }
-            return try bytes.withUnsafeBytes { try store.decode(Record.self, from: $0) }
+            return try translatingErrors {
+                try snapshot.reader(for: entityID).withRecord(id.rawValue) { try store.decode(Record.self, from: $0) }
+            }
         }
     }
 

@@ -39,6 +39,10 @@ package final class NodeCache: Sendable {
     private struct Key: Hashable {
         var pageID: UInt64
         var lsn: UInt64
+
+        /// One word to hash (the hasher's cost is per word): page ids and LSNs are far below
+        /// 2^40, and equal keys always hash equally whatever they are.
+        func hash(into hasher: inout Hasher) { hasher.combine(pageID &* 0x9E37_79B9_7F4A_7C15 ^ lsn) }
     }
 
     private struct State {

@@ -16,6 +16,13 @@ package struct RecordTreeReader: Sendable {
 
     /// The record with this id, or nil.
     package func get(_ id: UInt64) throws -> [UInt8]? {
+        try withRecord(id) { Array($0) }
+    }
+
+    /// Calls `body` with the bytes of the record with this id — in place in the cached leaf,
+    /// uncopied (valid during the call only) — and returns what it returns; nil when there is
+    /// no such record.
+    package func withRecord<T>(_ id: UInt64, _ body: (UnsafeRawBufferPointer) throws -> T) throws -> T? {
         guard root.rootPageID != 0 else { return nil }
         var pageID = root.rootPageID
         for _ in 0..<64 {
@@ -27,13 +34,16 @@ package struct RecordTreeReader: Sendable {
                     return Self.child(raw, index)
                 }
             case .leaf:
-                let found: (bytes: [UInt8], overflow: Bool)? = node.bytes.withUnsafeBytes { raw in
+                // (found, overflow reference, body's answer)
+                let found: (Bool, [UInt8]?, T?) = try node.bytes.withUnsafeBytes { raw in
                     let view = LeafView(validated: raw, count: node.count)
                     let (found, index) = view.search(id)
-                    return found ? (Array(view.bytes(index)), view.isOverflow(index)) : nil
+                    guard found else { return (false, nil, nil) }
+                    return view.isOverflow(index) ? (true, Array(view.bytes(index)), nil) : (true, nil, try body(view.bytes(index)))
                 }
-                guard let found else { return nil }
-                return found.overflow ? try resolveOverflow(found.bytes, pageID: pageID) : found.bytes
+                guard found.0 else { return nil }
+                if let reference = found.1 { return try resolveOverflow(reference, pageID: pageID).withUnsafeBytes(body) }
+                return found.2
             }
         }
         throw RecordTreeError.corruptNode(pageID: pageID, reason: "tree deeper than 64 levels")

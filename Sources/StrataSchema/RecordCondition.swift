@@ -326,3 +326,101 @@ struct FieldCursor {
         }
     }
 }
+
+/// A range of attribute values, as an index scan takes it: each bound optional, inclusive
+/// or not.
+package struct ValueRange: Sendable, Equatable {
+    /// One end of a range.
+    package struct Bound: Sendable, Equatable {
+        package var value: Value
+        package var isInclusive: Bool
+
+        package init(value: Value, isInclusive: Bool) {
+            self.value = value
+            self.isInclusive = isInclusive
+        }
+    }
+
+    package var lower: Bound?
+    package var upper: Bound?
+
+    package init(lower: Bound? = nil, upper: Bound? = nil) {
+        self.lower = lower
+        self.upper = upper
+    }
+
+    /// `[value, value]`.
+    package static func equal(to value: Value) -> ValueRange {
+        ValueRange(lower: Bound(value: value, isInclusive: true), upper: Bound(value: value, isInclusive: true))
+    }
+}
+
+extension RecordCondition {
+    /// The range of values of attribute `attributeID` outside of which no record satisfies the
+    /// condition, from the comparisons of that attribute with a constant among its top-level
+    /// conjuncts (`a == 3`, `a > 1 && a <= 9 && …`); nil when the condition does not bound it.
+    /// Null and NaN constants bound nothing (an index holds no nulls, NaN compares false).
+    /// Bounds of different value types are not combined (the first type seen wins).
+    package func range(of attributeID: UInt32) -> ValueRange? {
+        var range = ValueRange()
+        var bounded = false
+        func tighten(_ condition: RecordCondition) {
+            switch condition {
+            case .and(let a, let b):
+                tighten(a)
+                tighten(b)
+            case .compare(let id, let comparison, let constant, _) where id == attributeID:
+                if constant.isNull { return }
+                if case .double(let d) = constant, d.isNaN { return }
+                if let existing = range.lower?.value ?? range.upper?.value, !existing.hasSameType(as: constant) { return }
+                let bound = ValueRange.Bound(value: constant, isInclusive: comparison != .less && comparison != .greater)
+                switch comparison {
+                case .equal:
+                    range.lower = Self.tighter(range.lower, bound, lower: true)
+                    range.upper = Self.tighter(range.upper, bound, lower: false)
+                case .greater, .greaterOrEqual: range.lower = Self.tighter(range.lower, bound, lower: true)
+                case .less, .lessOrEqual: range.upper = Self.tighter(range.upper, bound, lower: false)
+                case .notEqual: return
+                }
+                bounded = true
+            default:
+                return
+            }
+        }
+        tighten(self)
+        return bounded ? range : nil
+    }
+
+    /// The tighter of two lower (or upper) bounds of the same type.
+    private static func tighter(_ current: ValueRange.Bound?, _ new: ValueRange.Bound, lower: Bool) -> ValueRange.Bound {
+        guard let current, let order = current.value.order(comparedTo: new.value) else { return new }
+        switch order {
+        case .equal: return current.isInclusive ? new : current
+        case .less: return lower ? new : current
+        case .greater: return lower ? current : new
+        }
+    }
+}
+
+extension Value {
+    /// Whether two values have the same case (both ints, both strings, …).
+    func hasSameType(as other: Value) -> Bool {
+        switch (self, other) {
+        case (.bool, .bool), (.int, .int), (.double, .double), (.string, .string), (.data, .data), (.date, .date),
+             (.uuid, .uuid), (.codable, .codable), (.null, .null): true
+        default: false
+        }
+    }
+
+    /// How `self` orders against a value of the same type, as Swift's operators order them;
+    /// nil for other types or values Swift does not order (NaN, Booleans, UUIDs).
+    func order(comparedTo other: Value) -> RecordCondition.Order? {
+        switch (self, other) {
+        case (.int(let a), .int(let b)): a < b ? .less : a == b ? .equal : .greater
+        case (.double(let a), .double(let b)) where !a.isNaN && !b.isNaN: a < b ? .less : a == b ? .equal : .greater
+        case (.date(let a), .date(let b)): a < b ? .less : a == b ? .equal : .greater
+        case (.string(let a), .string(let b)): a < b ? .less : a == b ? .equal : .greater
+        default: nil
+        }
+    }
+}

@@ -149,4 +149,27 @@ struct ConditionSwapped: PersistentRecord {
         let id = try #require(attributes["name"]?.id)
         #expect(condition == .startsWith(attributeID: id, prefix: Array("ab".utf8), absent: nil))
     }
+
+    @Test func rangesForIndexScans() throws {
+        let (_, attributes) = try Self.layoutAndAttributes(ConditionItem.self)
+        let count = try #require(attributes["count"]?.id), name = try #require(attributes["name"]?.id)
+        func range(_ predicate: Predicate<ConditionItem>, _ id: UInt32) -> ValueRange? {
+            RecordCondition.compile(predicate, attributes: attributes).range(of: id)
+        }
+        let lo = 3, hi = 9, text = "Ada", nan = Double.nan
+        #expect(range(#Predicate { $0.count == lo }, count) == .equal(to: .int(3)))
+        #expect(range(#Predicate { $0.count > lo && $0.count <= hi && $0.name == text }, count)
+            == ValueRange(lower: .init(value: .int(3), isInclusive: false), upper: .init(value: .int(9), isInclusive: true)))
+        #expect(range(#Predicate { lo < $0.count && $0.count > hi }, count)
+            == ValueRange(lower: .init(value: .int(9), isInclusive: false)))
+        #expect(range(#Predicate { $0.count >= lo && $0.count > lo }, count)
+            == ValueRange(lower: .init(value: .int(3), isInclusive: false)))
+        #expect(range(#Predicate { $0.count > lo && $0.name == text }, name) == .equal(to: .string("Ada")))
+        // Not bounding: a disjunction, a negation, !=, NaN, nil.
+        #expect(range(#Predicate { $0.count == lo || $0.count == hi }, count) == nil)
+        #expect(range(#Predicate { !($0.count == lo) }, count) == nil)
+        #expect(range(#Predicate { $0.count != lo }, count) == nil)
+        #expect(range(#Predicate { $0.score < nan }, try #require(attributes["score"]?.id)) == nil)
+        #expect(range(#Predicate { $0.tag == nil }, try #require(attributes["tag"]?.id)) == nil)
+    }
 }
