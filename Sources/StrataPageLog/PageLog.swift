@@ -121,21 +121,27 @@ package final class PageLog: Sendable {
     static func readFrame(in file: any StorageFile, at offset: UInt64, length: UInt32,
                           decompress: Bool) throws -> (FrameHeader, [UInt8]) {
         try checkFrameLength(length, path: file.path, offset: offset)
-        // The frame is read into a temporary buffer (on the stack when small); only the payload
-        // returned is allocated.
-        return try withUnsafeTemporaryAllocation(byteCount: Int(length), alignment: 8) { buffer in
-            let got: Int
-            do { got = try file.read(into: buffer, at: offset) } catch let error as IOError { throw PageLogError.io(error) }
-            guard got == Int(length) else {
-                throw PageLogError.corruption(file: file.path, offset: offset, reason: "frame of \(length) bytes cut short at end of file (\(got) bytes)")
-            }
-            let (header, stored) = try verifiedFrame(UnsafeRawBufferPointer(buffer), path: file.path, offset: offset)
-            do {
-                return (header, decompress ? try FrameCodec.payload(header, stored: stored) : [UInt8](stored))
-            } catch let error as FormatError {
-                throw PageLogError.corrupt(file.path, offset, error)
+        // The frame's bytes are read in place (mapped, or in a temporary buffer); only the
+        // payload returned is allocated.
+        let frame = try translatingIOErrors {
+            try file.withBytes(at: offset, count: Int(length)) { raw -> (FrameHeader, [UInt8]) in
+                let (header, stored) = try verifiedFrame(raw, path: file.path, offset: offset)
+                do {
+                    return (header, decompress ? try FrameCodec.payload(header, stored: stored) : [UInt8](stored))
+                } catch let error as FormatError {
+                    throw PageLogError.corrupt(file.path, offset, error)
+                }
             }
         }
+        guard let frame else {
+            throw PageLogError.corruption(file: file.path, offset: offset, reason: "frame of \(length) bytes cut short at end of file")
+        }
+        return frame
+    }
+
+    /// `body`, with I/O errors reported as `PageLogError.io`.
+    static func translatingIOErrors<T>(_ body: () throws -> T) throws -> T {
+        do { return try body() } catch let error as IOError { throw PageLogError.io(error) }
     }
 
     static func checkFrameLength(_ length: UInt32, path: String, offset: UInt64) throws {
