@@ -133,9 +133,10 @@ public final class Context {
         }
         let snapshot = try translatingErrors { try store.records.snapshot() }
         for member in family {
-            if let bytes = try translatingErrors({ try snapshot.reader(for: member).get(id.rawValue) }) {
-                return try bytes.withUnsafeBytes { try store.decode(Record.self, from: $0) }
+            let record = try translatingErrors {
+                try snapshot.reader(for: member).withRecord(id.rawValue) { try store.decode(Record.self, from: $0) }
             }
+            if let record { return record }
         }
         return nil
     }
@@ -150,10 +151,16 @@ public final class Context {
         var pending = changes[entityID] ?? [:]
         for member in family where member != entityID { pending.merge(changes[member] ?? [:]) { first, _ in first } }
         var results: [Identified<Record>] = []
-        func consider(_ id: UInt64, _ bytes: UnsafeRawBufferPointer) throws {
+        // Records the predicate's byte-level pre-filter rejects are never decoded.
+        let condition = try descriptor.predicate.map { try store.condition(for: $0) } ?? .constant(true)
+        let filters = condition.isUseful
+        var found = 0
+        // Generic, so called only for records the pre-filter passes (it is not generic).
+        func consider(_ id: UInt64, _ bytes: UnsafeRawBufferPointer, decided: Bool?) throws {
             let record = try store.decode(Record.self, from: bytes)
-            if let predicate = descriptor.predicate, try !predicate.evaluate(record) { return }
+            if decided == nil, let predicate = descriptor.predicate, try !predicate.evaluate(record) { return }
             results.append(Identified(id: RecordID(rawValue: id), record: record))
+            found += 1
         }
         // Without a sort order or unsaved changes, results come in id order straight from the
         // scan, which can stop once offset + limit records matched.
@@ -161,17 +168,24 @@ public final class Context {
             ? descriptor.fetchLimit.map { max(0, $0) + max(0, descriptor.fetchOffset ?? 0) } : nil
         let snapshot = try translatingErrors { try store.records.snapshot() }
         for member in family {
-            let start = results.count  // ids ascend within one tree, not across trees
+            let start = found  // ids ascend within one tree, not across trees
             try translatingErrors {
                 try snapshot.reader(for: member).scan { id, bytes in
-                    if let wanted, results.count - start >= wanted { return false }
-                    if pending[id] == nil { try consider(id, bytes) }
+                    if let wanted, found - start >= wanted { return false }
+                    guard pending.isEmpty || pending[id] == nil else { return true }
+                    let decided = filters ? condition.evaluate(bytes) : nil
+                    if decided != false { try consider(id, bytes, decided: decided) }
                     return true
                 }
             }
         }
         for (id, change) in pending.sorted(by: { $0.key < $1.key }) {
-            if case .upsert(let bytes, _) = change { try bytes.withUnsafeBytes { try consider(id, $0) } }
+            if case .upsert(let bytes, _) = change {
+                try bytes.withUnsafeBytes { bytes in
+                    let decided = filters ? condition.evaluate(bytes) : nil
+                    if decided != false { try consider(id, bytes, decided: decided) }
+                }
+            }
         }
         results.sort { a, b in
             for key in descriptor.sortBy {

@@ -1,3 +1,4 @@
+import FoundationEssentials
 import Synchronization
 import StrataFormat
 import StrataIO
@@ -108,6 +109,12 @@ public final class Store: Sendable {
     /// - Throws: `StrataError.recordCoding`.
     func decode<Record: PersistentRecord>(_ type: Record.Type, from bytes: UnsafeRawBufferPointer) throws -> Record {
         do { return try binding.decode(type, from: bytes) } catch { throw StrataError.recordCoding(reason: "\(error)") }
+    }
+
+    /// A predicate compiled into a pre-filter on stored bytes.
+    /// - Throws: `StrataError.unknownEntity`.
+    func condition<Record: PersistentRecord>(for predicate: Predicate<Record>) throws -> RecordCondition {
+        do { return try binding.condition(for: predicate) } catch { throw StrataError.unknownEntity(Record.entityName) }
     }
 
     /// A new identifier for a record of `entityID`, unique in its inheritance hierarchy.

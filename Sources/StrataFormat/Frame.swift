@@ -212,6 +212,11 @@ package enum FrameCodec {
         guard FrameHeader.computeChecksum(header: headerBytes, payload: stored) == header.checksum else {
             throw FormatError("frame checksum mismatch", at: 44)
         }
+        return try payload(header, stored: stored)
+    }
+
+    /// The raw payload of a verified frame: `stored`, decompressed when the header says so.
+    package static func payload(_ header: FrameHeader, stored: UnsafeRawBufferPointer) throws -> [UInt8] {
         switch header.codec {
         case .none:
             return [UInt8](stored)

@@ -39,6 +39,10 @@ package protocol StorageFile: AnyObject, Sendable {
     var path: String { get }
     /// Reads up to `buffer.count` bytes at `offset`; returns how many were read, fewer only at end of file.
     func read(into buffer: UnsafeMutableRawBufferPointer, at offset: UInt64) throws -> Int
+    /// Calls `body` with the `count` bytes at `offset` and returns what it returns; nil when the
+    /// file ends first. The bytes are valid during the call only. The default reads them into
+    /// a temporary buffer; `POSIXFile` passes them straight from a read-only memory map.
+    func withBytes<T>(at offset: UInt64, count: Int, _ body: (UnsafeRawBufferPointer) throws -> T) throws -> T?
     /// Writes all of `bytes` at `offset`, extending the file when needed.
     func write(_ bytes: UnsafeRawBufferPointer, at offset: UInt64) throws
     /// Makes every completed write to this file durable (fdatasync).
@@ -58,6 +62,20 @@ package protocol FileLock: AnyObject, Sendable {
 }
 
 extension StorageFile {
+    /// Reads the bytes into a temporary buffer (on the stack when small).
+    package func withBytes<T>(at offset: UInt64, count: Int, _ body: (UnsafeRawBufferPointer) throws -> T) throws -> T? {
+        try withBytesRead(at: offset, count: count, body)
+    }
+
+    /// `withBytes` through `read(into:at:)` and a temporary buffer (on the stack when small).
+    package func withBytesRead<T>(at offset: UInt64, count: Int, _ body: (UnsafeRawBufferPointer) throws -> T) throws -> T? {
+        try withUnsafeTemporaryAllocation(byteCount: max(count, 1), alignment: 8) { buffer in
+            let target = UnsafeMutableRawBufferPointer(rebasing: buffer[0..<count])
+            guard try read(into: target, at: offset) == count else { return nil }
+            return try body(UnsafeRawBufferPointer(target))
+        }
+    }
+
     /// Reads exactly `count` bytes at `offset`, or fewer when the file ends first.
     package func read(count: Int, at offset: UInt64) throws -> [UInt8] {
         guard count > 0 else { return [] }

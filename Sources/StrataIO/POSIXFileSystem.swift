@@ -5,18 +5,27 @@ import Musl
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import Synchronization
 
 /// The real file system, through thin wrappers over POSIX calls. This file and
 /// `MemoryFileSystem.swift` are the only places in Strata that touch files; only this
 /// one makes system calls.
+///
+/// Files are read through read-only shared memory maps by default (`withBytes`), which spares
+/// a system call and a copy per page read; `read(into:at:)` stays `pread`. The trade-off is
+/// SQLite's with `mmap_size`: a disk error while reading a mapped page raises SIGBUS instead
+/// of returning EIO. Pass `memoryMapping: false` to read with `pread` only.
 package struct POSIXFileSystem: FileSystem {
-    package init() {}
+    /// Whether files are read through memory maps.
+    package let memoryMapping: Bool
+
+    package init(memoryMapping: Bool = true) { self.memoryMapping = memoryMapping }
 
     package func openFile(_ path: String, create: Bool) throws -> any StorageFile {
         let flags = O_RDWR | O_CLOEXEC | (create ? O_CREAT : 0)
         let fd = Glibc.open(path, flags, 0o644)  // open(2)
         guard fd >= 0 else { throw posixError("open", path) }
-        return POSIXFile(fd: fd, path: path)
+        return POSIXFile(fd: fd, path: path, memoryMapping: memoryMapping)
     }
 
     package func createDirectory(_ path: String) throws {
@@ -83,12 +92,64 @@ final class POSIXFile: StorageFile, @unchecked Sendable {
     // Written once in init and set to -1 only by close(); callers never use a file after closing it.
     private var fd: Int32
 
-    init(fd: Int32, path: String) {
-        self.fd = fd
-        self.path = path
+    private let memoryMapping: Bool
+
+    /// Maps of the file, read-only. A map is never removed while the file object lives (a
+    /// reader may be using it); a larger one replaces it for new reads when the file grows.
+    private struct Maps {
+        var current: UnsafeRawBufferPointer?
+        var retired: [UnsafeRawBufferPointer] = []
+        /// A size the file has at least: bytes below it may be read through a map. Kept by
+        /// this object's writes and truncations (the store lock keeps other writers out),
+        /// refreshed by fstat when a read reaches past it — so a mapped read never touches a
+        /// page past the end of the file.
+        var knownSize: UInt64 = 0
     }
 
-    deinit { if fd >= 0 { Glibc.close(fd) } }
+    private let maps = Mutex(Maps())
+
+    init(fd: Int32, path: String, memoryMapping: Bool = true) {
+        self.fd = fd
+        self.path = path
+        self.memoryMapping = memoryMapping
+    }
+
+    deinit {
+        if fd >= 0 { Glibc.close(fd) }
+        maps.withLock { maps in
+            for map in maps.retired + (maps.current.map { [$0] } ?? []) {
+                munmap(UnsafeMutableRawPointer(mutating: map.baseAddress), map.count)  // munmap(2)
+            }
+        }
+    }
+
+    func withBytes<T>(at offset: UInt64, count: Int, _ body: (UnsafeRawBufferPointer) throws -> T) throws -> T? {
+        guard memoryMapping, count > 0, offset <= UInt64(Int.max) - UInt64(count) else {
+            return try withBytesRead(at: offset, count: count, body)
+        }
+        let end = offset + UInt64(count)
+        func mapped(_ maps: Maps) -> UnsafeRawBufferPointer? {
+            guard end <= maps.knownSize, let map = maps.current, end <= UInt64(map.count) else { return nil }
+            return UnsafeRawBufferPointer(rebasing: map[Int(offset)..<Int(end)])
+        }
+        if let bytes = maps.withLock({ mapped($0) }) { return try body(bytes) }
+        // Past the known size or the map: learn the size, map the file anew.
+        let size = try self.size()
+        guard end <= size else { return nil }
+        let bytes = maps.withLock { maps -> UnsafeRawBufferPointer? in
+            maps.knownSize = max(maps.knownSize, size)
+            if maps.current.map({ UInt64($0.count) < end }) ?? true {
+                // Room to grow: twice the file, at least 64 MiB (a segment), in whole MiB.
+                let length = Int((max(size * 2, 64 << 20) + (1 << 20) - 1) & ~((1 << 20) - 1))
+                guard let base = mmap(nil, length, PROT_READ, MAP_SHARED, fd, 0), base != MAP_FAILED else { return nil }  // mmap(2)
+                if let current = maps.current { maps.retired.append(current) }
+                maps.current = UnsafeRawBufferPointer(start: base, count: length)
+            }
+            return mapped(maps)
+        }
+        guard let bytes else { return try withBytesRead(at: offset, count: count, body) }
+        return try body(bytes)
+    }
 
     func read(into buffer: UnsafeMutableRawBufferPointer, at offset: UInt64) throws -> Int {
         guard offset <= UInt64(Int64.max) - UInt64(buffer.count) else {
@@ -120,6 +181,8 @@ final class POSIXFile: StorageFile, @unchecked Sendable {
             }
             done += n
         }
+        let end = offset + UInt64(bytes.count)
+        maps.withLock { $0.knownSize = max($0.knownSize, end) }
     }
 
     func sync() throws {
@@ -135,6 +198,8 @@ final class POSIXFile: StorageFile, @unchecked Sendable {
     }
 
     func truncate(to size: UInt64) throws {
+        // The known size shrinks before the file does: no mapped read starts past the new end.
+        maps.withLock { $0.knownSize = min($0.knownSize, size) }
         if ftruncate(fd, off_t(size)) != 0 { throw posixError("ftruncate", path) }  // ftruncate(2)
     }
 

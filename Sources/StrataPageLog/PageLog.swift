@@ -104,46 +104,68 @@ package final class PageLog: Sendable {
     /// Reads and verifies the page frame at `location`.
     static func readPage(_ pageID: UInt64, at location: PageLocation, in file: any StorageFile) throws -> Page {
         let (header, payload) = try readFrame(in: file, at: UInt64(location.offset), length: location.length, decompress: true)
+        try checkPageFrame(header, pageID: pageID, location: location, path: file.path)
+        return Page(id: pageID, entityID: header.entityID, schemaVersion: header.schemaVersion, lsn: header.lsn, bytes: payload)
+    }
+
+    /// Checks that a verified frame is the page image the page table names.
+    static func checkPageFrame(_ header: FrameHeader, pageID: UInt64, location: PageLocation, path: String) throws {
         guard header.kind == .page, header.pageID == pageID, header.lsn == location.lsn else {
-            throw PageLogError.corruption(file: file.path, offset: UInt64(location.offset),
+            throw PageLogError.corruption(file: path, offset: UInt64(location.offset),
                                           reason: "expected page \(pageID) written at LSN \(location.lsn), found a \(header.kind) frame for page \(header.pageID) at LSN \(header.lsn)")
         }
-        return Page(id: pageID, entityID: header.entityID, schemaVersion: header.schemaVersion, lsn: header.lsn, bytes: payload)
     }
 
     /// Reads one frame of a known length and verifies it. With `decompress` false the payload
     /// is returned as stored.
     static func readFrame(in file: any StorageFile, at offset: UInt64, length: UInt32,
                           decompress: Bool) throws -> (FrameHeader, [UInt8]) {
-        guard length >= UInt32(FrameHeader.size), Int(length) <= FrameHeader.maximumFrameLength else {
-            throw PageLogError.corruption(file: file.path, offset: offset, reason: "frame length \(length) out of range")
+        try checkFrameLength(length, path: file.path, offset: offset)
+        // The frame's bytes are read in place (mapped, or in a temporary buffer); only the
+        // payload returned is allocated.
+        let frame = try translatingIOErrors {
+            try file.withBytes(at: offset, count: Int(length)) { raw -> (FrameHeader, [UInt8]) in
+                let (header, stored) = try verifiedFrame(raw, path: file.path, offset: offset)
+                do {
+                    return (header, decompress ? try FrameCodec.payload(header, stored: stored) : [UInt8](stored))
+                } catch let error as FormatError {
+                    throw PageLogError.corrupt(file.path, offset, error)
+                }
+            }
         }
-        // The frame is read into a temporary buffer (on the stack when small); only the payload
-        // returned is allocated.
-        return try withUnsafeTemporaryAllocation(byteCount: Int(length), alignment: 8) { buffer in
-            let got: Int
-            do { got = try file.read(into: buffer, at: offset) } catch let error as IOError { throw PageLogError.io(error) }
-            guard got == Int(length) else {
-                throw PageLogError.corruption(file: file.path, offset: offset, reason: "frame of \(length) bytes cut short at end of file (\(got) bytes)")
+        guard let frame else {
+            throw PageLogError.corruption(file: file.path, offset: offset, reason: "frame of \(length) bytes cut short at end of file")
+        }
+        return frame
+    }
+
+    /// `body`, with I/O errors reported as `PageLogError.io`.
+    static func translatingIOErrors<T>(_ body: () throws -> T) throws -> T {
+        do { return try body() } catch let error as IOError { throw PageLogError.io(error) }
+    }
+
+    static func checkFrameLength(_ length: UInt32, path: String, offset: UInt64) throws {
+        guard length >= UInt32(FrameHeader.size), Int(length) <= FrameHeader.maximumFrameLength else {
+            throw PageLogError.corruption(file: path, offset: offset, reason: "frame length \(length) out of range")
+        }
+    }
+
+    /// The header and stored payload of the frame held in `raw` (exactly the frame's bytes, as
+    /// long as the page table says), checksum verified.
+    static func verifiedFrame(_ raw: UnsafeRawBufferPointer, path: String, offset: UInt64) throws -> (FrameHeader, UnsafeRawBufferPointer) {
+        do {
+            let header = try FrameHeader.decode(raw)
+            guard header.frameLength == raw.count else {
+                throw FormatError("frame is \(header.frameLength) bytes, the page table says \(raw.count)", at: 36)
             }
-            let raw = UnsafeRawBufferPointer(buffer)
-            do {
-                let header = try FrameHeader.decode(raw)
-                guard header.frameLength == Int(length) else {
-                    throw FormatError("frame is \(header.frameLength) bytes, the page table says \(length)", at: 36)
-                }
-                let stored = UnsafeRawBufferPointer(rebasing: raw[FrameHeader.size..<(FrameHeader.size + Int(header.storedLength))])
-                let headerBytes = UnsafeRawBufferPointer(rebasing: raw[0..<FrameHeader.size])
-                if decompress {
-                    return (header, try FrameCodec.verifiedPayload(header, headerBytes: headerBytes, stored: stored))
-                }
-                guard FrameHeader.computeChecksum(header: headerBytes, payload: stored) == header.checksum else {
-                    throw FormatError("frame checksum mismatch", at: 44)
-                }
-                return (header, [UInt8](stored))
-            } catch let error as FormatError {
-                throw PageLogError.corrupt(file.path, offset, error)
+            let stored = UnsafeRawBufferPointer(rebasing: raw[FrameHeader.size..<(FrameHeader.size + Int(header.storedLength))])
+            guard FrameHeader.computeChecksum(header: UnsafeRawBufferPointer(rebasing: raw[0..<FrameHeader.size]), payload: stored)
+                == header.checksum else {
+                throw FormatError("frame checksum mismatch", at: 44)
             }
+            return (header, stored)
+        } catch let error as FormatError {
+            throw PageLogError.corrupt(path, offset, error)
         }
     }
 

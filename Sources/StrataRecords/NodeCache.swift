@@ -39,6 +39,10 @@ package final class NodeCache: Sendable {
     private struct Key: Hashable {
         var pageID: UInt64
         var lsn: UInt64
+
+        /// One word to hash (the hasher's cost is per word): page ids and LSNs are far below
+        /// 2^40, and equal keys always hash equally whatever they are.
+        func hash(into hasher: inout Hasher) { hasher.combine(pageID &* 0x9E37_79B9_7F4A_7C15 ^ lsn) }
     }
 
     private struct State {
@@ -57,21 +61,39 @@ package final class NodeCache: Sendable {
     /// cached only when `admit` says so (scans admit interior nodes only, so one pass over a
     /// large tree does not evict what point lookups use).
     func node(_ pageID: UInt64, in snapshot: Snapshot, admit: (CachedNode) -> Bool = { _ in true }) throws -> CachedNode {
+        if let node = try cachedNode(pageID, in: snapshot) { return node }
+        guard let page = try snapshot.read(pageID) else { throw RecordTreeError.missingPage(pageID: pageID) }
+        let node = try CachedNode(pageID: pageID, bytes: page.bytes)
+        if admit(node) {
+            let key = Key(pageID: pageID, lsn: page.lsn)
+            let budget = budget
+            state.withLock { Self.insert(node, key, into: &$0, budget: budget) }
+        }
+        return node
+    }
+
+    /// The node at `pageID` in `snapshot` when it is cached, else nil.
+    /// - Throws: `RecordTreeError.missingPage` when the snapshot has no such page.
+    func cachedNode(_ pageID: UInt64, in snapshot: Snapshot) throws -> CachedNode? {
         let location = snapshot.location(of: pageID)
         guard !location.isNone else { throw RecordTreeError.missingPage(pageID: pageID) }
         let key = Key(pageID: pageID, lsn: location.lsn)
         let budget = budget
-        if let node = state.withLock({ state -> CachedNode? in
+        return state.withLock { state -> CachedNode? in
             if let node = state.young[key] { return node }
             guard let node = state.old.removeValue(forKey: key) else { return nil }
             Self.insert(node, key, into: &state, budget: budget)
             return node
-        }) {
-            return node
         }
-        guard let page = try snapshot.read(pageID) else { throw RecordTreeError.missingPage(pageID: pageID) }
-        let node = try CachedNode(pageID: pageID, bytes: page.bytes)
-        if admit(node) { state.withLock { Self.insert(node, key, into: &$0, budget: budget) } }
+    }
+
+    /// Verifies the node page `bytes`, read at `pageID` in `snapshot`, and caches it.
+    /// - Throws: `RecordTreeError.corruptNode`.
+    func admit(_ pageID: UInt64, bytes: [UInt8], in snapshot: Snapshot) throws -> CachedNode {
+        let node = try CachedNode(pageID: pageID, bytes: bytes)
+        let key = Key(pageID: pageID, lsn: snapshot.location(of: pageID).lsn)
+        let budget = budget
+        state.withLock { Self.insert(node, key, into: &$0, budget: budget) }
         return node
     }
 

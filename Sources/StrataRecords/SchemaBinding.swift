@@ -1,3 +1,4 @@
+import FoundationEssentials
 import Synchronization
 import StrataFormat
 import StrataPageLog
@@ -93,6 +94,19 @@ package struct SchemaBinding: Sendable {
     /// this version's ids; attributes absent from the bytes take this version's defaults.
     package func decode<Record: PersistentRecord>(_ type: Record.Type, from bytes: [UInt8]) throws -> Record {
         try bytes.withUnsafeBytes { try decode(type, from: $0) }
+    }
+
+    /// A `#Predicate` on `Record` compiled into a pre-filter on stored bytes (see
+    /// `RecordCondition`): `.unknown` when nothing in it can be decided from bytes.
+    package func condition<Record: PersistentRecord>(for predicate: Predicate<Record>) throws -> RecordCondition {
+        let entityID = try entityID(for: Record.self)
+        let typeDefaults = Record.attributeDefaults
+        var attributes: [String: ConditionAttribute] = [:]
+        for attribute in version.resolvedAttributes(ofEntity: entityID) where attributes[attribute.name] == nil {
+            let defaultValue = attribute.defaultValue.isNull ? typeDefaults[attribute.name] ?? .null : attribute.defaultValue
+            attributes[attribute.name] = ConditionAttribute(id: attribute.id, type: attribute.type, defaultValue: defaultValue)
+        }
+        return RecordCondition.compile(predicate, attributes: attributes)
     }
 
     /// A typed record from bytes read in place (a scan passes the leaf's bytes, uncopied).

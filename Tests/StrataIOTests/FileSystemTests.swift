@@ -25,6 +25,34 @@ import StrataTestSupport
         file.close()
     }
 
+    /// Mapped reads see every write made through the file, follow it as it grows past the
+    /// map (a new, larger map), and never read past its end — after a truncation too (a read
+    /// past the end through a map would be SIGBUS, not an error).
+    @Test func mappedReadsFollowWritesGrowthAndTruncation() throws {
+        let directory = try temporaryDirectory()
+        defer { removeDirectory(directory) }
+        for mapping in [true, false] {
+            let file = try POSIXFileSystem(memoryMapping: mapping).openFile(joinPath(directory, "m\(mapping)"), create: true)
+            func bytes(at offset: UInt64, count: Int) throws -> [UInt8]? { try file.withBytes(at: offset, count: count) { Array($0) } }
+            #expect(try bytes(at: 0, count: 1) == nil)
+            try file.write([1, 2, 3], at: 0)
+            #expect(try bytes(at: 0, count: 3) == [1, 2, 3])
+            #expect(try bytes(at: 1, count: 3) == nil)
+            try file.write([9], at: 1)
+            #expect(try bytes(at: 0, count: 3) == [1, 9, 3], "a write after mapping is seen")
+            // Far past the first map (at least 64 MiB): the file is mapped anew.
+            let far: UInt64 = 200 << 20
+            try file.write([7, 8], at: far)
+            #expect(try bytes(at: far, count: 2) == [7, 8])
+            #expect(try bytes(at: 0, count: 3) == [1, 9, 3])
+            try file.truncate(to: 2)
+            #expect(try bytes(at: 0, count: 2) == [1, 9])
+            #expect(try bytes(at: 0, count: 3) == nil, "truncated away")
+            #expect(try bytes(at: far, count: 2) == nil, "truncated away")
+            file.close()
+        }
+    }
+
     @Test func theLockIsExclusiveUntilReleased() throws {
         let directory = try temporaryDirectory()
         defer { removeDirectory(directory) }

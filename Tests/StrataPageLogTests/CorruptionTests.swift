@@ -17,6 +17,10 @@ import StrataTestSupport
         do {
             let log = try PageLog.open(directory: storePath, fileSystem: fs, options: smallOptions())
             let snapshot = try log.snapshot()
+            // Scans read through SequentialPageReader: it must verify exactly as Snapshot.read does.
+            let reader = SequentialPageReader(snapshot)
+            var viaReader: [UInt64: [UInt8]] = [:]
+            for id in snapshot.pageIDs() { viaReader[id] = try reader.withPage(id) { Array($0) } }
             var recovered: [UInt64: [UInt8]] = [:]
             for id in snapshot.pageIDs() {
                 guard let page = try snapshot.read(id) else {
@@ -24,6 +28,10 @@ import StrataTestSupport
                     return nil
                 }
                 recovered[id] = page.bytes
+            }
+            if viaReader != recovered {
+                Issue.record("SequentialPageReader read \(viaReader.count) pages unlike Snapshot.read (\(context()))")
+                return nil
             }
             if recovered == expected { return .correct }
             if let alsoAccept, recovered == alsoAccept { return .correct }

@@ -55,7 +55,7 @@ extension PersonChecksum {
 }
 
 /// The persons in a `Store` opened for `PersonRecord`: records 1...count, inserted in id
-/// order through one `Context`, so their `RecordID`s are their person numbers.
+/// order in one transaction, so their `RecordID`s are their person numbers.
 enum PersonRecordStore {
     /// The record types the store is opened for.
     static var types: [any PersistentRecord.Type] { [PersonRecord.self] }
@@ -67,32 +67,31 @@ enum PersonRecordStore {
         return try Store(at: path, for: types, configuration: configuration)
     }
 
-    /// Creates a store at `path` holding persons 1...count, inserted through one context and
-    /// saved once with `durability`, then closes it.
+    /// Creates a store at `path` holding persons 1...count, inserted in one `store.write`
+    /// transaction with `durability`, then closes it.
     static func createWithPersons(at path: String, count: Int, durability: Durability = .relaxed) throws {
         let store = try open(at: path, durability: durability)
-        let context = Context(store)
-        try context.insertPersons(count: count)
-        try context.save()
+        try store.write { try $0.insertPersons(count: count) }
         try store.close()
     }
 }
 
-extension Context {
-    /// Inserts persons 1...count (unsaved), generating each one and making it a
-    /// `PersonRecord` as it goes. Throws unless the ids handed out are 1, 2, 3, … (the store
-    /// was not new).
+extension Store.WriteTransaction {
+    /// Inserts persons 1...count, generating each one and making it a `PersonRecord` as it
+    /// goes. Throws unless the ids handed out are 1, 2, 3, … (the store was not new).
     func insertPersons(count: Int) throws {
         var person = Person()
         for expected in 1...UInt64(count) {
             person.generate(id: expected)
             let id = try insert(PersonRecord(person))
             guard id.rawValue == expected else {
-                throw BenchmarkError.setupFailed("the context handed out person id \(id.rawValue) where \(expected) was expected")
+                throw BenchmarkError.setupFailed("the transaction handed out person id \(id.rawValue) where \(expected) was expected")
             }
         }
     }
+}
 
+extension Context {
     /// Checks the store through the public API as the tree workloads check theirs: the
     /// record count (`fetchCount`, which decodes every record: only where memory does not
     /// matter, when `countAll`), that record count+1 does not exist, and

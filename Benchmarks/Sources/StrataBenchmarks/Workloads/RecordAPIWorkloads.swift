@@ -14,8 +14,8 @@ enum RecordAPIWorkloads {
         scale.pick(quick: 1_000_000, full: 1_000_000)
     }
 
-    /// The part that builds the Strata store (not timed) — persons 1...count inserted through
-    /// one `Context`, one relaxed `save()` — then reopens and checks it fully: the record count
+    /// The part that builds the Strata store (not timed) — persons 1...count inserted in
+    /// one relaxed `store.write` — then reopens and checks it fully: the record count
     /// (a fetch of every record, which is why it runs here and not in the workload process)
     /// and the sample. Reports `store_bytes`, `sample_checksum` and `build_seconds`.
     @Sendable static func buildStrataPart(_ context: WorkloadContext) throws -> JSONValue {
@@ -124,8 +124,8 @@ struct PersonReadAnswer: Equatable {
 /// 1. part "sqlite", in a process of its own: builds the database (not timed, one
 ///    transaction, `PersonTable`), checks it, runs the timed pass several times, and reports
 ///    the times, the answer, the sample's checksum and the size on disk;
-/// 2. part "build-strata", in a process of its own: builds the Strata store through one
-///    `Context` (not timed) and checks it fully (`RecordAPIWorkloads.buildStrataPart`);
+/// 2. part "build-strata", in a process of its own: builds the Strata store in one
+///    `store.write` (not timed) and checks it fully (`RecordAPIWorkloads.buildStrataPart`);
 /// 3. here: opens the store with `Store(at:for:)` (not timed), checks the sample, and runs
 ///    the timed pass as many times, each on a new `Context`.
 ///
@@ -160,7 +160,7 @@ enum RecordAPIReadComparison {
             throw BenchmarkError.verificationFailed("SQLite's passes gave \(difference) (compared with the persons written)")
         }
 
-        context.progress("Strata: building \(count) persons through one Context (not timed, in a process of its own)")
+        context.progress("Strata: building \(count) persons in one store.write (not timed, in a process of its own)")
         let strataBuild = try context.runPartProcess("build-strata")
         let store = try PersonRecordStore.open(at: TreeWorkloads.strataPath(context))
         let sampleChecksum = try Context(store).verifyPersons(count: count, countAll: false)

@@ -33,7 +33,7 @@ enum ReopenFirstFetchWorkload {
             return person
         }
 
-        context.progress("Strata: building \(count) persons through one Context (not timed, in a process of its own)")
+        context.progress("Strata: building \(count) persons in one store.write (not timed, in a process of its own)")
         let build = try context.runPartProcess("build-strata")
         let path = TreeWorkloads.strataPath(context)
 

@@ -1,0 +1,430 @@
+import FoundationEssentials
+import StrataFormat
+
+/// A condition on a record's stored bytes, compiled from a fetch's `#Predicate` (see
+/// `RecordCondition+Predicate.swift`), that decides many records without decoding them.
+///
+/// It is a *pre-filter*, sound by construction: ``evaluate(_:)`` answers `true` or `false`
+/// only when the predicate, evaluated on the decoded record, gives that same answer, and nil
+/// ("decode and evaluate the predicate") otherwise. A condition that cannot be compiled is
+/// `.unknown` everywhere, so the worst case is the plain path: decode every record.
+///
+/// Exactness per comparison (Docs/Architecture.md, "Predicates on stored bytes"):
+/// - integers, Booleans, doubles (IEEE comparison, as Swift's operators), dates (their
+///   `timeIntervalSinceReferenceDate`, as `Date`'s operators) and UUIDs (equality) compare
+///   exactly as Swift compares the decoded values;
+/// - strings compare by UTF-8 bytes only when both sides are ASCII — ASCII strings are equal
+///   or ordered exactly as their bytes are, while other strings compare by canonical
+///   equivalence (`"é"` written as one or two scalars is the same string) — and identical
+///   bytes are always equal strings; anything else is left to the predicate;
+/// - `starts(with:)` of an ASCII prefix answers false when the stored string's bytes up to
+///   the first difference are ASCII (no canonically equivalent form of an ASCII character
+///   starts with a different ASCII byte); a byte match is left to the predicate, since a
+///   combining mark after the prefix changes the last character.
+package indirect enum RecordCondition: Sendable, Equatable {
+    /// How a field is compared with a constant.
+    package enum Comparison: Sendable, Equatable {
+        case equal, notEqual, less, lessOrEqual, greater, greaterOrEqual
+
+        /// `a op b` with `a` and `b` swapped: `3 < x` is `x > 3`.
+        var mirrored: Comparison {
+            switch self {
+            case .equal, .notEqual: self
+            case .less: .greater
+            case .lessOrEqual: .greaterOrEqual
+            case .greater: .less
+            case .greaterOrEqual: .lessOrEqual
+            }
+        }
+
+        /// The answer for the order of the field relative to the constant.
+        func holds(_ order: Order) -> Bool {
+            switch self {
+            case .equal: order == .equal
+            case .notEqual: order != .equal
+            case .less: order == .less
+            case .lessOrEqual: order != .greater
+            case .greater: order == .greater
+            case .greaterOrEqual: order != .less
+            }
+        }
+    }
+
+    /// The order of two values.
+    package enum Order: Sendable { case less, equal, greater }
+
+    /// The field with `attributeID` compared with `constant` (`.null` for `nil`). `absent` is
+    /// the value a record without the field decodes to (its default, or `.null` for an
+    /// optional property without one); nil when such a record does not decode (the decoder
+    /// reports it).
+    case compare(attributeID: UInt32, Comparison, Value, absent: Value?)
+    /// The string field with `attributeID` starts with the ASCII bytes `prefix`.
+    case startsWith(attributeID: UInt32, prefix: [UInt8], absent: Value?)
+    case and(RecordCondition, RecordCondition)
+    case or(RecordCondition, RecordCondition)
+    case not(RecordCondition)
+    /// A constant answer.
+    case constant(Bool)
+    /// Not decidable on bytes.
+    case unknown
+
+    /// Whether the condition ever decides anything (false: skip it).
+    package var isUseful: Bool {
+        switch self {
+        case .unknown: false
+        case .not(let inner): inner.isUseful
+        case .and(let a, let b), .or(let a, let b): a.isUseful || b.isUseful
+        default: true
+        }
+    }
+
+    /// The predicate's answer on the record stored as `bytes`, when it can be told from the
+    /// bytes; nil when the record must be decoded (also for bytes that do not parse: decoding
+    /// reports the error).
+    package func evaluate(_ bytes: UnsafeRawBufferPointer) -> Bool? {
+        switch self {
+        case .constant(let answer): return answer
+        case .unknown: return nil
+        case .not(let inner): return inner.evaluate(bytes).map { !$0 }
+        case .and(let a, let b):
+            let left = a.evaluate(bytes)
+            if left == false { return false }
+            let right = b.evaluate(bytes)
+            if right == false { return false }
+            return left == true && right == true ? true : nil
+        case .or(let a, let b):
+            let left = a.evaluate(bytes)
+            if left == true { return true }
+            let right = b.evaluate(bytes)
+            if right == true { return true }
+            return left == false && right == false ? false : nil
+        case .compare(let id, let comparison, let constant, let absent):
+            guard let field = StoredField.find(id, in: bytes) else { return nil }
+            return field.compare(comparison, constant, absent: absent)
+        case .startsWith(let id, let prefix, let absent):
+            guard let field = StoredField.find(id, in: bytes) else { return nil }
+            return field.startsWith(prefix, absent: absent)
+        }
+    }
+}
+
+/// One field of a stored record, located without decoding the record: its tag and payload.
+/// `absent` when the record has no field with the id.
+enum StoredField {
+    case absent
+    case present(tag: ValueTag, payload: UnsafeRawBufferPointer)
+
+    /// The field with `id` in the record `bytes`, or nil when the bytes do not parse (the
+    /// caller then leaves the record to the decoder, which reports why). The hot loop of a
+    /// filtered scan: it checks the structure it walks (format byte, field count, ascending
+    /// ids, known tags, payloads within the bytes) but not that varints are in their shortest
+    /// form, which decoding checks.
+    @inline(__always)
+    static func find(_ id: UInt32, in bytes: UnsafeRawBufferPointer) -> StoredField? {
+        var cursor = FieldCursor(bytes)
+        guard let format = cursor.byte(), format != 0, format <= RecordCodec.formatVersion,
+              let count = cursor.varint(), count <= UInt64(bytes.count) else { return nil }
+        var previous: UInt64?
+        for _ in 0..<Int(count) {
+            guard let fieldID = cursor.varint(), previous.map({ fieldID > $0 }) ?? true else { return nil }
+            previous = fieldID
+            if fieldID > UInt64(id) { return .absent }
+            guard let raw = cursor.byte(), let tag = ValueTag(rawValue: raw), tag != .null else { return nil }
+            let start = cursor.position
+            guard cursor.skipPayload(of: tag) else { return nil }
+            if fieldID == UInt64(id) {
+                return .present(tag: tag, payload: UnsafeRawBufferPointer(rebasing: bytes[start..<cursor.position]))
+            }
+        }
+        return .absent
+    }
+
+    /// `field op constant`, or nil when that cannot be told exactly from the bytes.
+    func compare(_ comparison: RecordCondition.Comparison, _ constant: Value, absent: Value?) -> Bool? {
+        switch self {
+        case .absent:
+            guard let absent else { return nil }
+            if absent.isNull {
+                // nil == x / nil != x for an optional property; ordering nil is not Comparable.
+                guard comparison == .equal || comparison == .notEqual else { return nil }
+                return comparison.holds(constant.isNull ? .equal : .less)
+            }
+            if constant.isNull {
+                guard comparison == .equal || comparison == .notEqual else { return nil }
+                return comparison.holds(.less)
+            }
+            return Self.compare(absent, comparison, constant)
+        case .present(let tag, let payload):
+            if constant.isNull {
+                guard comparison == .equal || comparison == .notEqual else { return nil }
+                return comparison.holds(.less)  // a stored value is never nil
+            }
+            switch (tag, constant) {
+            case (.false, .bool(let b)), (.true, .bool(let b)):
+                guard comparison == .equal || comparison == .notEqual else { return nil }
+                return comparison.holds((tag == .true) == b ? .equal : .less)
+            case (.int, .int(let c)):
+                var cursor = FieldCursor(payload)
+                guard let raw = cursor.varint() else { return nil }
+                let v = Int64(bitPattern: raw >> 1) ^ -Int64(bitPattern: raw & 1)
+                return comparison.holds(v < c ? .less : v == c ? .equal : .greater)
+            case (.double, .double(let c)):
+                guard payload.count == 8 else { return nil }
+                return Self.ieee(Double(bitPattern: UInt64(littleEndian: payload.loadUnaligned(as: UInt64.self))), comparison, c)
+            case (.date, .date(let c)):
+                guard payload.count == 8 else { return nil }
+                return Self.ieee(Double(bitPattern: UInt64(littleEndian: payload.loadUnaligned(as: UInt64.self))), comparison,
+                                 c.timeIntervalSinceReferenceDate)
+            case (.string, .string(let c)):
+                var cursor = FieldCursor(payload)
+                guard let stored = cursor.lengthPrefixed() else { return nil }
+                return Self.compareStrings(stored, comparison, c)
+            case (.uuid, .uuid(let c)):
+                guard comparison == .equal || comparison == .notEqual, payload.count == 16 else { return nil }
+                let same = withUnsafeBytes(of: c.uuid) { $0.elementsEqual(payload) }
+                return comparison.holds(same ? .equal : .less)
+            default:
+                return nil
+            }
+        }
+    }
+
+    /// Whether a string field starts with the ASCII `prefix`, when that can be told exactly.
+    func startsWith(_ prefix: [UInt8], absent: Value?) -> Bool? {
+        switch self {
+        case .absent:
+            guard case .string(var value)? = absent else { return nil }
+            return value.withUTF8 { Self.startsWith(UnsafeRawBufferPointer($0), prefix) }
+        case .present(let tag, let payload):
+            guard tag == .string else { return nil }
+            var cursor = FieldCursor(payload)
+            guard let stored = cursor.lengthPrefixed() else { return nil }
+            return Self.startsWith(stored, prefix)
+        }
+    }
+
+    /// False when `stored` cannot start with the ASCII `prefix` as Swift compares strings;
+    /// nil otherwise (see ``RecordCondition``).
+    static func startsWith(_ stored: UnsafeRawBufferPointer, _ prefix: [UInt8]) -> Bool? {
+        var index = 0
+        while index < prefix.count {
+            guard index < stored.count else { return false }  // shorter, and ASCII so far
+            let byte = stored[index]
+            guard byte < 0x80 else { return nil }
+            if byte != prefix[index] { return false }
+            index += 1
+        }
+        return nil  // a byte match: a combining mark may follow; the predicate decides
+    }
+
+    static func compare(_ value: Value, _ comparison: RecordCondition.Comparison, _ constant: Value) -> Bool? {
+        switch (value, constant) {
+        case (.bool(let a), .bool(let b)):
+            guard comparison == .equal || comparison == .notEqual else { return nil }
+            return comparison.holds(a == b ? .equal : .less)
+        case (.int(let a), .int(let b)): return comparison.holds(a < b ? .less : a == b ? .equal : .greater)
+        case (.double(let a), .double(let b)): return ieee(a, comparison, b)
+        case (.date(let a), .date(let b)): return ieee(a.timeIntervalSinceReferenceDate, comparison, b.timeIntervalSinceReferenceDate)
+        case (.string(let a), .string(let b)):
+            guard comparison == .equal || comparison == .notEqual else { return nil }
+            return comparison.holds(a == b ? .equal : .less)
+        default: return nil
+        }
+    }
+
+    /// The IEEE comparison Swift's operators make (NaN is unordered: only `!=` holds).
+    static func ieee(_ a: Double, _ comparison: RecordCondition.Comparison, _ b: Double) -> Bool {
+        switch comparison {
+        case .equal: a == b
+        case .notEqual: a != b
+        case .less: a < b
+        case .lessOrEqual: a <= b
+        case .greater: a > b
+        case .greaterOrEqual: a >= b
+        }
+    }
+
+    /// Stored UTF-8 bytes against a string constant: exact for identical bytes and for two
+    /// ASCII strings; nil otherwise.
+    static func compareStrings(_ stored: UnsafeRawBufferPointer, _ comparison: RecordCondition.Comparison, _ constant: String) -> Bool? {
+        var constant = constant
+        return constant.withUTF8 { constantBytes -> Bool? in
+            let other = UnsafeRawBufferPointer(constantBytes)
+            let common = min(stored.count, other.count)
+            var index = 0
+            while index < common, stored[index] == other[index] { index += 1 }
+            if index == stored.count && index == other.count { return comparison.holds(.equal) }
+            guard isASCII(stored), isASCII(other) else { return nil }
+            let order: RecordCondition.Order = index == common ? (stored.count < other.count ? .less : .greater)
+                : (stored[index] < other[index] ? .less : .greater)
+            return comparison.holds(order)
+        }
+    }
+
+    static func isASCII(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        for byte in bytes where byte >= 0x80 { return false }
+        return true
+    }
+}
+
+/// A non-throwing reader of record bytes for ``StoredField/find(_:in:)``: nil or false at the
+/// first byte out of place.
+struct FieldCursor {
+    let bytes: UnsafeRawBufferPointer
+    var position = 0
+
+    init(_ bytes: UnsafeRawBufferPointer) { self.bytes = bytes }
+
+    @inline(__always)
+    mutating func byte() -> UInt8? {
+        guard position < bytes.count else { return nil }
+        defer { position += 1 }
+        return bytes[position]
+    }
+
+    @inline(__always)
+    mutating func varint() -> UInt64? {
+        guard let first = byte() else { return nil }
+        if first < 0x80 { return UInt64(first) }
+        var result = UInt64(first & 0x7F)
+        var shift: UInt64 = 7
+        while let next = byte() {
+            if shift == 63 && next > 1 { return nil }
+            result |= UInt64(next & 0x7F) << shift
+            if next < 0x80 { return result }
+            shift += 7
+        }
+        return nil
+    }
+
+    @inline(__always)
+    mutating func skip(_ count: UInt64) -> Bool {
+        guard count <= UInt64(bytes.count - position) else { return false }
+        position += Int(count)
+        return true
+    }
+
+    /// A length-prefixed payload's bytes.
+    @inline(__always)
+    mutating func lengthPrefixed() -> UnsafeRawBufferPointer? {
+        guard let length = varint(), length <= UInt64(bytes.count - position) else { return nil }
+        defer { position += Int(length) }
+        return UnsafeRawBufferPointer(rebasing: bytes[position..<(position + Int(length))])
+    }
+
+    /// Skips one payload after its tag.
+    @inline(__always)
+    mutating func skipPayload(of tag: ValueTag) -> Bool {
+        switch tag {
+        case .null, .false, .true: return true
+        case .int: return varint() != nil
+        case .double, .date: return skip(8)
+        case .uuid: return skip(16)
+        case .string, .data, .codable:
+            guard let length = varint() else { return false }
+            return skip(length)
+        case .references:
+            guard let count = varint(), count <= UInt64(bytes.count - position) else { return false }
+            for _ in 0..<count where varint() == nil { return false }
+            return true
+        }
+    }
+}
+
+/// A range of attribute values, as an index scan takes it: each bound optional, inclusive
+/// or not.
+package struct ValueRange: Sendable, Equatable {
+    /// One end of a range.
+    package struct Bound: Sendable, Equatable {
+        package var value: Value
+        package var isInclusive: Bool
+
+        package init(value: Value, isInclusive: Bool) {
+            self.value = value
+            self.isInclusive = isInclusive
+        }
+    }
+
+    package var lower: Bound?
+    package var upper: Bound?
+
+    package init(lower: Bound? = nil, upper: Bound? = nil) {
+        self.lower = lower
+        self.upper = upper
+    }
+
+    /// `[value, value]`.
+    package static func equal(to value: Value) -> ValueRange {
+        ValueRange(lower: Bound(value: value, isInclusive: true), upper: Bound(value: value, isInclusive: true))
+    }
+}
+
+extension RecordCondition {
+    /// The range of values of attribute `attributeID` outside of which no record satisfies the
+    /// condition, from the comparisons of that attribute with a constant among its top-level
+    /// conjuncts (`a == 3`, `a > 1 && a <= 9 && …`); nil when the condition does not bound it.
+    /// Null and NaN constants bound nothing (an index holds no nulls, NaN compares false).
+    /// Bounds of different value types are not combined (the first type seen wins).
+    package func range(of attributeID: UInt32) -> ValueRange? {
+        var range = ValueRange()
+        var bounded = false
+        func tighten(_ condition: RecordCondition) {
+            switch condition {
+            case .and(let a, let b):
+                tighten(a)
+                tighten(b)
+            case .compare(let id, let comparison, let constant, _) where id == attributeID:
+                if constant.isNull { return }
+                if case .double(let d) = constant, d.isNaN { return }
+                if let existing = range.lower?.value ?? range.upper?.value, !existing.hasSameType(as: constant) { return }
+                let bound = ValueRange.Bound(value: constant, isInclusive: comparison != .less && comparison != .greater)
+                switch comparison {
+                case .equal:
+                    range.lower = Self.tighter(range.lower, bound, lower: true)
+                    range.upper = Self.tighter(range.upper, bound, lower: false)
+                case .greater, .greaterOrEqual: range.lower = Self.tighter(range.lower, bound, lower: true)
+                case .less, .lessOrEqual: range.upper = Self.tighter(range.upper, bound, lower: false)
+                case .notEqual: return
+                }
+                bounded = true
+            default:
+                return
+            }
+        }
+        tighten(self)
+        return bounded ? range : nil
+    }
+
+    /// The tighter of two lower (or upper) bounds of the same type.
+    private static func tighter(_ current: ValueRange.Bound?, _ new: ValueRange.Bound, lower: Bool) -> ValueRange.Bound {
+        guard let current, let order = current.value.order(comparedTo: new.value) else { return new }
+        switch order {
+        case .equal: return current.isInclusive ? new : current
+        case .less: return lower ? new : current
+        case .greater: return lower ? current : new
+        }
+    }
+}
+
+extension Value {
+    /// Whether two values have the same case (both ints, both strings, …).
+    func hasSameType(as other: Value) -> Bool {
+        switch (self, other) {
+        case (.bool, .bool), (.int, .int), (.double, .double), (.string, .string), (.data, .data), (.date, .date),
+             (.uuid, .uuid), (.codable, .codable), (.null, .null): true
+        default: false
+        }
+    }
+
+    /// How `self` orders against a value of the same type, as Swift's operators order them;
+    /// nil for other types or values Swift does not order (NaN, Booleans, UUIDs).
+    func order(comparedTo other: Value) -> RecordCondition.Order? {
+        switch (self, other) {
+        case (.int(let a), .int(let b)): a < b ? .less : a == b ? .equal : .greater
+        case (.double(let a), .double(let b)) where !a.isNaN && !b.isNaN: a < b ? .less : a == b ? .equal : .greater
+        case (.date(let a), .date(let b)): a < b ? .less : a == b ? .equal : .greater
+        case (.string(let a), .string(let b)): a < b ? .less : a == b ? .equal : .greater
+        default: nil
+        }
+    }
+}
