@@ -8,6 +8,10 @@ import StrataRecords
 /// Reads see the latest saved state of the store plus this context's unsaved changes; each
 /// read takes a consistent snapshot, so a read never sees part of another context's save.
 ///
+/// Relationships (`RecordID` properties) are kept consistent by `save()`: it maintains
+/// inverses and runs delete rules (see `Store`'s documentation and `StrataError`). Until then,
+/// reads show exactly the values this context was given.
+///
 /// Not thread-safe: use a context from one thread or task at a time (make one per task).
 public final class Context {
     /// The store this context works on.
@@ -36,31 +40,39 @@ public final class Context {
 
     /// Inserts a record (saved by the next `save()`) and returns its new identifier.
     /// - Throws: `StrataError.unknownEntity` when the store's schema has no entity for the
-    ///   type; `.recordCoding` when a value cannot be encoded.
+    ///   type; `.abstractEntity` for an abstract entity; `.recordCoding` when a value cannot be
+    ///   encoded.
     @discardableResult
     public func insert<Record: PersistentRecord>(_ record: Record) throws -> RecordID<Record> {
         let (entityID, bytes) = try store.encode(record)
+        try store.checkInsertable(entityID)
         let id = store.allocateID(for: entityID)
         changes[entityID, default: [:]][id] = .upsert(bytes, isNew: true)
         return RecordID(rawValue: id)
     }
 
-    /// Replaces the values of an existing record.
+    /// Replaces the values of an existing record. A record of a sub-entity updated through its
+    /// parent's type keeps the values of its own (sub-entity) properties.
     /// - Throws: `StrataError.recordNotFound` when there is no such record (or it was deleted).
     public func update<Record: PersistentRecord>(_ id: RecordID<Record>, to record: Record) throws {
-        let (entityID, bytes) = try store.encode(record)
-        guard try exists(entityID, id.rawValue) else { throw StrataError.recordNotFound(id.description) }
+        var (entityID, bytes) = try store.encode(record)
+        guard let concreteID = try locate(entityID, id.rawValue) else { throw StrataError.recordNotFound(id.description) }
+        if concreteID != entityID, let current = try currentBytes(concreteID, id.rawValue) {
+            bytes = try store.merge(bytes, as: entityID, into: current)
+            entityID = concreteID
+        }
         let isNew: Bool
         if case .upsert(_, true)? = changes[entityID]?[id.rawValue] { isNew = true } else { isNew = false }
         changes[entityID, default: [:]][id.rawValue] = .upsert(bytes, isNew: isNew)
     }
 
-    /// Deletes a record; deleting a record that does not exist does nothing.
+    /// Deletes a record (of the type's entity or a sub-entity); deleting a record that does not
+    /// exist does nothing. Delete rules run when the deletion is saved.
     public func delete<Record: PersistentRecord>(_ id: RecordID<Record>) throws {
-        let entityID = try store.entityID(of: Record.self)
+        guard let entityID = try locate(try store.entityID(of: Record.self), id.rawValue) else { return }
         if case .upsert(_, true)? = changes[entityID]?[id.rawValue] {
             changes[entityID]?[id.rawValue] = nil  // never saved: nothing to delete
-        } else if try exists(entityID, id.rawValue) {
+        } else {
             changes[entityID, default: [:]][id.rawValue] = .delete
         }
     }
@@ -76,28 +88,26 @@ public final class Context {
 
     /// Writes every change atomically; afterwards other contexts see them all. With the store's
     /// `.durable` configuration the changes are on stable storage when this returns.
+    /// In the same transaction, relationships are kept consistent: inverses follow the changed
+    /// side, delete rules run (nullify, cascade, deny, no action), and every added reference
+    /// must name an existing record.
     /// On error nothing is saved and the changes stay in the context.
+    /// - Throws: `StrataError.deleteDenied`, `.danglingReference`, `.requiredRelationship`,
+    ///   `.recordNotFound` (a record updated here was deleted by another context), storage errors.
     public func save() throws {
         guard hasChanges else { return }
-        let binding = store.binding
         try translatingErrors {
             try store.records.write(durability: store.configuration.durability.pageLogDurability) { transaction in
-                for (entityID, entityChanges) in changes.sorted(by: { $0.key < $1.key }) {
-                    let tree = transaction.tree(for: entityID, schemaVersion: binding.versionID)
-                    for (id, change) in entityChanges.sorted(by: { $0.key < $1.key }) {
+                let graph = GraphTransaction(store: store, transaction: transaction)
+                for (entityID, entityChanges) in changes {
+                    for (id, change) in entityChanges {
                         switch change {
-                        case .upsert(let bytes, let isNew):
-                            if isNew {
-                                transaction.reserve(id, for: entityID)
-                                try tree.insert(id, bytes: bytes)
-                            } else if try !tree.update(id, bytes: bytes) {
-                                throw StrataError.recordNotFound("record \(id) of entity \(entityID) (deleted by another context)")
-                            }
-                        case .delete:
-                            try tree.delete(id)
+                        case .upsert(let bytes, let isNew): graph.stageUpsert(entityID: entityID, id: id, bytes: bytes, isNew: isNew)
+                        case .delete: graph.stageDelete(entityID: entityID, id: id)
                         }
                     }
                 }
+                try graph.commit()
             }
         }
         changes.removeAll()
@@ -110,27 +120,36 @@ public final class Context {
 
     // MARK: Reading
 
-    /// The record with this identifier, unsaved changes included, or nil.
+    /// The record with this identifier, unsaved changes included, or nil. A record of a
+    /// sub-entity is read as `Record` (its parent-entity properties).
     public func record<Record: PersistentRecord>(for id: RecordID<Record>) throws -> Record? {
-        let entityID = try store.entityID(of: Record.self)
-        switch changes[entityID]?[id.rawValue] {
-        case .upsert(let bytes, _)?: return try bytes.withUnsafeBytes { try store.decode(Record.self, from: $0) }
-        case .delete?: return nil
-        case nil:
-            let snapshot = try translatingErrors { try store.records.snapshot() }
-            return try translatingErrors {
-                try snapshot.reader(for: entityID).withRecord(id.rawValue) { try store.decode(Record.self, from: $0) }
+        let family = store.model.family(of: try store.entityID(of: Record.self))
+        for member in family {
+            switch changes[member]?[id.rawValue] {
+            case .upsert(let bytes, _)?: return try bytes.withUnsafeBytes { try store.decode(Record.self, from: $0) }
+            case .delete?: return nil
+            case nil: continue
             }
         }
+        let snapshot = try translatingErrors { try store.records.snapshot() }
+        for member in family {
+            let record = try translatingErrors {
+                try snapshot.reader(for: member).withRecord(id.rawValue) { try store.decode(Record.self, from: $0) }
+            }
+            if let record { return record }
+        }
+        return nil
     }
 
     /// The records a descriptor selects, in its order, with their identifiers; unsaved changes
-    /// included.
+    /// included. Records of sub-entities are included, read as `Record`.
     /// - Throws: `.recordCoding` for a stored record that cannot be read as `Record`; an error
     ///   the predicate throws; storage errors.
     public func fetch<Record: PersistentRecord>(_ descriptor: FetchDescriptor<Record>) throws -> [Identified<Record>] {
         let entityID = try store.entityID(of: Record.self)
-        let pending = changes[entityID] ?? [:]
+        let family = store.model.family(of: entityID)  // the entity and its sub-entities
+        var pending = changes[entityID] ?? [:]
+        for member in family where member != entityID { pending.merge(changes[member] ?? [:]) { first, _ in first } }
         var results: [Identified<Record>] = []
         // Records the predicate's byte-level pre-filter rejects are never decoded.
         let condition = try descriptor.predicate.map { try store.condition(for: $0) } ?? .constant(true)
@@ -148,13 +167,16 @@ public final class Context {
         let wanted: Int? = descriptor.sortBy.isEmpty && pending.isEmpty
             ? descriptor.fetchLimit.map { max(0, $0) + max(0, descriptor.fetchOffset ?? 0) } : nil
         let snapshot = try translatingErrors { try store.records.snapshot() }
-        try translatingErrors {
-            try snapshot.reader(for: entityID).scan { id, bytes in
-                if let wanted, found >= wanted { return false }
-                guard pending.isEmpty || pending[id] == nil else { return true }
-                let decided = filters ? condition.evaluate(bytes) : nil
-                if decided != false { try consider(id, bytes, decided: decided) }
-                return true
+        for member in family {
+            let start = found  // ids ascend within one tree, not across trees
+            try translatingErrors {
+                try snapshot.reader(for: member).scan { id, bytes in
+                    if let wanted, found - start >= wanted { return false }
+                    guard pending.isEmpty || pending[id] == nil else { return true }
+                    let decided = filters ? condition.evaluate(bytes) : nil
+                    if decided != false { try consider(id, bytes, decided: decided) }
+                    return true
+                }
             }
         }
         for (id, change) in pending.sorted(by: { $0.key < $1.key }) {
@@ -183,13 +205,32 @@ public final class Context {
 
     // MARK: Helpers
 
-    private func exists(_ entityID: UInt32, _ id: UInt64) throws -> Bool {
+    /// The entity actually holding record `id` of `entityID` or a sub-entity (ids are unique
+    /// in a hierarchy), unsaved changes included; nil when there is none.
+    private func locate(_ entityID: UInt32, _ id: UInt64) throws -> UInt32? {
+        let family = store.model.family(of: entityID)
+        var unsaved = false
+        for member in family {
+            switch changes[member]?[id] {
+            case .upsert?: return member
+            case .delete?: unsaved = true
+            case nil: break
+            }
+        }
+        if unsaved { return nil }
+        let snapshot = try translatingErrors { try store.records.snapshot() }
+        for member in family where try translatingErrors({ try snapshot.reader(for: member).get(id) }) != nil { return member }
+        return nil
+    }
+
+    /// The bytes of record `id` of its concrete entity, unsaved changes included.
+    private func currentBytes(_ entityID: UInt32, _ id: UInt64) throws -> [UInt8]? {
         switch changes[entityID]?[id] {
-        case .upsert?: return true
-        case .delete?: return false
+        case .upsert(let bytes, _)?: return bytes
+        case .delete?: return nil
         case nil:
             let snapshot = try translatingErrors { try store.records.snapshot() }
-            return try translatingErrors { try snapshot.reader(for: entityID).get(id) } != nil
+            return try translatingErrors { try snapshot.reader(for: entityID).get(id) }
         }
     }
 }

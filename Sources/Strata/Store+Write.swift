@@ -6,6 +6,10 @@ extension Store {
     /// spilled to the log as its buffers fill), so memory stays bounded however many records
     /// the transaction holds. If `body` throws, nothing it wrote becomes visible.
     ///
+    /// Relationships are kept consistent as each change is made, as by `Context.save()`
+    /// (inverses, delete rules, reference checks); a change that is refused throws, and the
+    /// whole transaction is abandoned if `body` lets the error through.
+    ///
     /// One write transaction runs at a time (others, and `Context.save()`, wait for it).
     /// Readers keep reading the state before it until it commits.
     ///
@@ -21,48 +25,59 @@ extension Store {
     /// A transaction passed to `Store.write`; valid only inside its body, on that thread.
     public final class WriteTransaction {
         let store: Store
-        let transaction: RecordTransaction
+        let graph: GraphTransaction
 
         init(store: Store, transaction: RecordTransaction) {
             self.store = store
-            self.transaction = transaction
+            graph = GraphTransaction(store: store, transaction: transaction)
         }
 
         /// Inserts a record and returns its identifier.
+        /// - Throws: `StrataError.abstractEntity`, `.danglingReference`, `.recordCoding`,
+        ///   `.unknownEntity`, storage errors.
         @discardableResult
         public func insert<Record: PersistentRecord>(_ record: Record) throws -> RecordID<Record> {
             let (entityID, bytes) = try store.encode(record)
+            try store.checkInsertable(entityID)
             let id = store.allocateID(for: entityID)
-            transaction.reserve(id, for: entityID)
-            try translatingErrors { try tree(entityID).insert(id, bytes: bytes) }
+            graph.stageUpsert(entityID: entityID, id: id, bytes: bytes, isNew: true)
+            try graph.commit()
             return RecordID(rawValue: id)
         }
 
-        /// Replaces an existing record.
-        /// - Throws: `StrataError.recordNotFound` when there is none.
+        /// Replaces an existing record (of the type's entity or a sub-entity, which keeps its
+        /// own properties' values).
+        /// - Throws: `StrataError.recordNotFound` when there is none; `.danglingReference`,
+        ///   `.requiredRelationship`, `.recordCoding`, storage errors.
         public func update<Record: PersistentRecord>(_ id: RecordID<Record>, to record: Record) throws {
-            let (entityID, bytes) = try store.encode(record)
-            guard try translatingErrors({ try tree(entityID).update(id.rawValue, bytes: bytes) }) else {
+            var (entityID, bytes) = try store.encode(record)
+            guard let concreteID = try graph.locate(entityID: entityID, id: id.rawValue) else {
                 throw StrataError.recordNotFound(id.description)
             }
+            if concreteID != entityID, let stored = try graph.storedBytes(entityID: concreteID, id: id.rawValue) {
+                bytes = try store.merge(bytes, as: entityID, into: stored)
+                entityID = concreteID
+            }
+            graph.stageUpsert(entityID: entityID, id: id.rawValue, bytes: bytes, isNew: false)
+            try graph.commit()
         }
 
-        /// Deletes a record; returns false when there was none.
+        /// Deletes a record, running delete rules; returns false when there was none.
+        /// - Throws: `StrataError.deleteDenied`, `.requiredRelationship`, storage errors.
         @discardableResult
         public func delete<Record: PersistentRecord>(_ id: RecordID<Record>) throws -> Bool {
-            let entityID = try store.entityID(of: Record.self)
-            return try translatingErrors { try tree(entityID).delete(id.rawValue) }
+            guard let entityID = try graph.locate(entityID: try store.entityID(of: Record.self), id: id.rawValue) else { return false }
+            graph.stageDelete(entityID: entityID, id: id.rawValue)
+            try graph.commit()
+            return true
         }
 
-        /// The record with this identifier as this transaction sees it, or nil.
+        /// The record with this identifier as this transaction sees it (a sub-entity's record
+        /// read as `Record`), or nil.
         public func record<Record: PersistentRecord>(for id: RecordID<Record>) throws -> Record? {
-            let entityID = try store.entityID(of: Record.self)
-            guard let bytes = try translatingErrors({ try tree(entityID).get(id.rawValue) }) else { return nil }
+            guard let entityID = try graph.locate(entityID: try store.entityID(of: Record.self), id: id.rawValue),
+                  let bytes = try graph.storedBytes(entityID: entityID, id: id.rawValue) else { return nil }
             return try bytes.withUnsafeBytes { try store.decode(Record.self, from: $0) }
-        }
-
-        private func tree(_ entityID: UInt32) -> RecordTreeWriter {
-            transaction.tree(for: entityID, schemaVersion: store.binding.versionID)
         }
     }
 }

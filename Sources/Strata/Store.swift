@@ -1,5 +1,6 @@
 import FoundationEssentials
 import Synchronization
+import StrataFormat
 import StrataIO
 import StrataPageLog
 import StrataRecords
@@ -36,8 +37,10 @@ public final class Store: Sendable {
     public let configuration: Configuration
     let records: RecordStore
     let binding: SchemaBinding
-    /// Next identifier to hand out per entity id (ids are reserved in memory at insert, made
-    /// durable by the save that uses them).
+    /// The bound entities' inheritance families and relationships.
+    let model: EntityModel
+    /// Next identifier to hand out per root entity id (ids are reserved in memory at insert,
+    /// made durable by the save that uses them; a hierarchy shares its root's counter).
     private let nextIDs: Mutex<[UInt32: UInt64]>
 
     /// Opens (creating when missing) the store in the folder at `path` for `schema`.
@@ -54,8 +57,16 @@ public final class Store: Sendable {
         }
         do {
             binding = try translatingErrors { try records.bind(schema) }
+            model = EntityModel(version: binding.version)
             let root = try translatingErrors { try records.snapshot().root }
-            nextIDs = Mutex(root.entities.mapValues(\.nextRowID))
+            // A hierarchy's ids come from its root's counter: start it above every counter of
+            // the hierarchy (sub-entities of stores written before kept their own).
+            var nextIDs: [UInt32: UInt64] = [:]
+            for (entityID, entity) in root.entities {
+                let rootID = model.rootID(of: entityID)
+                nextIDs[rootID] = max(nextIDs[rootID] ?? 1, entity.nextRowID)
+            }
+            self.nextIDs = Mutex(nextIDs)
         } catch {
             try? records.log.close()
             throw error
@@ -106,12 +117,33 @@ public final class Store: Sendable {
         do { return try binding.condition(for: predicate) } catch { throw StrataError.unknownEntity(Record.entityName) }
     }
 
-    /// A new identifier for a record of `entityID`.
+    /// A new identifier for a record of `entityID`, unique in its inheritance hierarchy.
     func allocateID(for entityID: UInt32) -> UInt64 {
-        nextIDs.withLock { ids in
-            let id = ids[entityID, default: 1]
-            ids[entityID] = id + 1
+        let rootID = model.rootID(of: entityID)
+        return nextIDs.withLock { ids in
+            let id = ids[rootID, default: 1]
+            ids[rootID] = id + 1
             return id
+        }
+    }
+
+    /// Throws `StrataError.abstractEntity` when records of `entityID` cannot be inserted.
+    func checkInsertable(_ entityID: UInt32) throws {
+        if let info = model.info(entityID), info.isAbstract { throw StrataError.abstractEntity(info.name) }
+    }
+
+    /// The bytes of a record of a sub-entity (`stored`) updated through an ancestor's type
+    /// (`written`, encoded for entity `declaredID`): the ancestor's properties from `written`,
+    /// the sub-entity's own from `stored`.
+    /// - Throws: `StrataError.recordCoding` for bytes that do not decode.
+    func merge(_ written: [UInt8], as declaredID: UInt32, into stored: [UInt8]) throws -> [UInt8] {
+        do {
+            let properties = model.info(declaredID)?.propertyIDs ?? []
+            var values = try RecordCodec.decode(stored).filter { !properties.contains($0.key) }
+            for (id, value) in try RecordCodec.decode(written) { values[id] = value }
+            return RecordCodec.encode(values)
+        } catch {
+            throw StrataError.recordCoding(reason: "a record being updated is corrupt: \(error.reason)")
         }
     }
 }

@@ -37,6 +37,18 @@ public enum StrataError: Error, Sendable, Equatable, CustomStringConvertible {
     case recordCoding(reason: String)
     /// There is no record with this identifier.
     case recordNotFound(String)
+    /// A save would delete `record` while its relationship `relationship`, whose delete rule
+    /// is `.deny`, still refers to `count` records that are not deleted too. Nothing was saved.
+    case deleteDenied(record: String, relationship: String, count: Int)
+    /// A save would store a reference from `record`'s relationship `relationship` to
+    /// `destination` (such as `Person#9`), which does not exist (or is deleted by the same
+    /// save before the reference could be kept). Nothing was saved.
+    case danglingReference(record: String, relationship: String, destination: String)
+    /// A save would leave `record`'s required (non-optional) to-one relationship empty — a
+    /// delete rule or an inverse change removed the record it referred to. Nothing was saved.
+    case requiredRelationship(record: String, relationship: String)
+    /// Records of an abstract entity cannot be inserted, only records of its sub-entities.
+    case abstractEntity(String)
 
     /// Whether the device or quota was full (`ENOSPC` or `EDQUOT` on Linux).
     public var isOutOfSpace: Bool {
@@ -65,6 +77,13 @@ public enum StrataError: Error, Sendable, Equatable, CustomStringConvertible {
         case .unknownEntity(let name): "the store's schema has no entity \(name)"
         case .recordCoding(let reason): reason
         case .recordNotFound(let id): "no record \(id)"
+        case .deleteDenied(let record, let relationship, let count):
+            "\(record) cannot be deleted: its relationship \(relationship) (delete rule deny) still refers to \(count) record\(count == 1 ? "" : "s")"
+        case .danglingReference(let record, let relationship, let destination):
+            "\(record).\(relationship) refers to \(destination), which does not exist"
+        case .requiredRelationship(let record, let relationship):
+            "\(record).\(relationship) is required but would refer to no record"
+        case .abstractEntity(let name): "\(name) is abstract: insert records of its sub-entities instead"
         }
     }
 

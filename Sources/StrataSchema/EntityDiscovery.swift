@@ -6,11 +6,24 @@
 /// initializer runs to its end. Keys are listed in the order the initializer reads them,
 /// which for synthesized conformances is declaration order.
 enum EntityDiscovery {
-    /// One attribute found.
+    /// One property found: an attribute, or a relationship when ``destination`` is set.
     struct DiscoveredAttribute: Equatable {
         var name: String
+        /// The storage type of an attribute (unused for a relationship).
         var type: AttributeType
         var isOptional: Bool
+        /// For a `RecordID` property (to-one) or an array of them (to-many): the destination.
+        var destination: DiscoveredDestination? = nil
+    }
+
+    /// The destination of a relationship property: the record type its identifiers refer to.
+    struct DiscoveredDestination: Equatable {
+        var type: any PersistentRecord.Type
+        var cardinality: Relationship.Cardinality
+
+        static func == (a: DiscoveredDestination, b: DiscoveredDestination) -> Bool {
+            ObjectIdentifier(a.type) == ObjectIdentifier(b.type) && a.cardinality == b.cardinality
+        }
     }
 
     /// The attributes of `Record`, in the order its initializer reads them.
@@ -34,12 +47,21 @@ enum EntityDiscovery {
         }
     }
 
-    /// The attribute type a property of type `type` is stored as, and whether `type` is optional.
-    static func describe(_ type: Any.Type) -> (type: AttributeType, isOptional: Bool) {
+    /// The attribute type a property of type `type` is stored as, whether `type` is optional,
+    /// and the destination when it is a relationship (`RecordID<D>` to-one, `[RecordID<D>]`
+    /// to-many, either optional or not).
+    static func describe(_ type: Any.Type) -> (type: AttributeType, isOptional: Bool, destination: DiscoveredDestination?) {
         if let optionalType = type as? any OptionalDecodable.Type {
-            return (describe(wrappedType(of: optionalType)).type, true)
+            let wrapped = describe(wrappedType(of: optionalType))
+            return (wrapped.type, true, wrapped.destination)
         }
-        return (ValueConversion.scalarType(of: type) ?? .codable(typeName: String(describing: type)), false)
+        if let reference = type as? any RecordReference.Type {
+            return (.int, false, DiscoveredDestination(type: reference.destinationType, cardinality: .toOne))
+        }
+        if let list = type as? any RecordReferenceList.Type {
+            return (.int, false, DiscoveredDestination(type: list.destinationType, cardinality: .toMany))
+        }
+        return (ValueConversion.scalarType(of: type) ?? .codable(typeName: String(describing: type)), false, nil)
     }
 
     private static func wrappedType<O: OptionalDecodable>(of _: O.Type) -> Any.Type { O.Wrapped.self }
@@ -55,11 +77,11 @@ final class DiscoveryState {
     init(typeName: String) { self.typeName = typeName }
 
     func record(_ name: String, as type: Any.Type, optional: Bool) {
-        let (attributeType, isOptional) = EntityDiscovery.describe(type)
+        let (attributeType, isOptional, destination) = EntityDiscovery.describe(type)
         if let index = attributes.firstIndex(where: { $0.name == name }) {
             attributes[index].isOptional = attributes[index].isOptional || optional || isOptional
         } else {
-            attributes.append(.init(name: name, type: attributeType, isOptional: optional || isOptional))
+            attributes.append(.init(name: name, type: attributeType, isOptional: optional || isOptional, destination: destination))
         }
     }
 

@@ -19,6 +19,17 @@
 /// `Date` → `.date`; `UUID` → `.uuid`; an `Optional` of any of them → the same type,
 /// optional; any other `Codable` type → `.codable(typeName:)`, stored as sorted-keys JSON.
 ///
+/// Relationships are properties holding identifiers: `RecordID<Destination>?` is an optional
+/// to-one relationship (`RecordID<Destination>` a required one), `[RecordID<Destination>]` a
+/// to-many relationship (always optional: it may be empty). Their inverses and delete rules are
+/// declared in ``relationshipRules``.
+///
+/// **Inheritance.** A type whose ``parentRecordType`` is set is a sub-entity of that type's
+/// entity: it repeats the parent's properties (same names and types; `Codable` structs cannot
+/// inherit), which are stored under the parent's attribute ids, and adds its own. Fetching the
+/// parent type returns the sub-entity's records too, read as the parent. Options, defaults,
+/// renames and rules of inherited properties are the parent type's.
+///
 /// The entity is derived by running the type's `init(from:)` against a recording decoder:
 /// synthesized `Codable` conformances (structs, final classes) always work; a hand-written
 /// one works when it uses a keyed container. Nested enums should be `CaseIterable` so a
@@ -36,6 +47,15 @@ public protocol PersistentRecord: Codable {
     /// Previous names per attribute name, for renamed properties: `["title": "name"]` keeps
     /// the values stored as `name`. Default: none.
     static var originalAttributeNames: [String: String] { get }
+    /// The inverse and delete rule per relationship property name (see ``RelationshipRule``).
+    /// A relationship not listed has no inverse and the delete rule `.nullify`. Default: none.
+    static var relationshipRules: [String: RelationshipRule] { get }
+    /// The record type whose entity this type's entity inherits from, or nil (the default).
+    /// The type must repeat every property of the parent type with the same type.
+    static var parentRecordType: (any PersistentRecord.Type)? { get }
+    /// Whether records of exactly this entity cannot be inserted, only of its sub-entities
+    /// (fetching the type still returns theirs). Default: false.
+    static var isAbstractEntity: Bool { get }
 
     /// The entity of this type. The default derives it from the `Codable` conformance and the
     /// customization properties above; implement it to declare the entity by hand.
@@ -58,10 +78,18 @@ extension PersistentRecord {
     public static var attributeDefaults: [String: Value] { [:] }
     /// No renames.
     public static var originalAttributeNames: [String: String] { [:] }
+    /// No rules: no inverses, delete rule `.nullify`.
+    public static var relationshipRules: [String: RelationshipRule] { [:] }
+    /// No parent.
+    public static var parentRecordType: (any PersistentRecord.Type)? { nil }
+    /// Not abstract.
+    public static var isAbstractEntity: Bool { false }
 }
 
 extension Schema {
-    /// A schema of the entities of record types.
+    /// A schema of the entities of record types, and of the types they refer to: each type's
+    /// ``PersistentRecord/parentRecordType`` and the destinations of its relationship
+    /// properties are added when missing (after the listed types, in the order found).
     ///
     /// - Parameters:
     ///   - version: The schema's version number.
@@ -70,7 +98,16 @@ extension Schema {
     ///   ``PersistentRecord/entity()``). The schema is not validated; call ``validate()``.
     public init(version: Version = Version(1, 0, 0), types: [any PersistentRecord.Type]) throws(RecordCodingError) {
         var entities: [Entity] = []
-        for type in types { entities.append(try type.entity()) }
+        var seen = Set<ObjectIdentifier>()
+        var queue = types
+        var index = 0
+        while index < queue.count {
+            let type = queue[index]
+            index += 1
+            guard seen.insert(ObjectIdentifier(type)).inserted else { continue }
+            entities.append(try type.entity())
+            queue += type.referencedRecordTypes
+        }
         self.init(version: version, entities)
     }
 }

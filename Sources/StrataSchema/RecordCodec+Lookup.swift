@@ -12,13 +12,13 @@ extension RecordCodec {
     package static func value(of attributeID: UInt32, in buffer: UnsafeRawBufferPointer) throws(FormatError) -> Value {
         try decodingFormat {
             var reader = ByteReader(buffer)
-            let count = try readHeader(&reader)
+            let (format, count) = try readHeader(&reader)
             var previous: UInt32?
             for _ in 0..<count {
                 let id = try readAttributeID(&reader, after: previous)
                 if id > attributeID { return .null }
-                if id == attributeID { return try readFieldValue(&reader, id: id) }
-                try Value.skip(try readFieldTag(&reader, id: id), in: &reader, "value of attribute \(id)")
+                if id == attributeID { return try readFieldValue(&reader, id: id, format: format) }
+                try Value.skip(try readFieldTag(&reader, id: id, format: format), in: &reader, "value of attribute \(id)")
                 previous = id
             }
             return .null

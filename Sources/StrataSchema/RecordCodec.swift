@@ -4,7 +4,7 @@ import StrataFormat
 /// Docs/FileFormat.md, "Record encoding", is the specification.
 ///
 /// ```
-/// record := format:u8 (= 1)  count:varint  field{count}
+/// record := format:u8 (1, or 2 when a field holds references)  count:varint  field{count}
 /// field  := attributeID:varint  tag:u8  payload        ; attribute ids strictly increasing
 /// ```
 ///
@@ -13,8 +13,15 @@ import StrataFormat
 /// (one byte string per set of values), which lets callers compare records by bytes.
 /// Pure functions; safe from any thread.
 package enum RecordCodec {
-    /// The format byte this library writes and the newest it reads.
-    package static let formatVersion: UInt8 = 1
+    /// The newest format byte this library reads. It writes format 1 for records without a
+    /// ``Value/references(_:)`` value (byte for byte what earlier versions wrote) and format 2
+    /// for records with one, so a reader that predates relationships reports such a record as
+    /// a newer format instead of misreading it.
+    package static let formatVersion: UInt8 = 2
+    /// The format of records that hold no references.
+    package static let baseFormat: UInt8 = 1
+    /// The first format whose records may hold references (value tag 10).
+    package static let referencesFormat: UInt8 = 2
 
     /// Encodes `values`, sorted by attribute id, leaving out `.null` values. Never fails.
     package static func encode(_ values: [UInt32: Value]) -> [UInt8] {
@@ -43,9 +50,13 @@ package enum RecordCodec {
     /// Writes fields whose ids strictly increase, leaving out `.null` values.
     private static func write(sortedFields fields: [(id: UInt32, value: Value)]) -> [UInt8] {
         var count = 0
-        for field in fields where !field.value.isNull { count += 1 }
+        var format = baseFormat
+        for field in fields where !field.value.isNull {
+            count += 1
+            if case .references = field.value { format = referencesFormat }
+        }
         var writer = RecordFieldWriter(reservingFor: fields)
-        writer.append(formatVersion)
+        writer.append(format)
         writer.appendVarint(UInt64(count))
         for (id, value) in fields where !value.isNull {
             writer.appendVarint(UInt64(id))
@@ -58,10 +69,10 @@ package enum RecordCodec {
     ///
     /// - Returns: Attribute id → value; absent attributes are not in the dictionary (never `.null`).
     /// - Throws: `FormatError` with the offset of the bad byte for an empty buffer, a format
-    ///   byte of 0 or greater than 1 (`unsupportedVersion` set), a count larger than the bytes
+    ///   byte of 0 or greater than 2 (`unsupportedVersion` set), a count larger than the bytes
     ///   could hold, attribute ids not strictly increasing or above `UInt32.max`, a null or
-    ///   unknown tag, a payload past the end, invalid UTF-8 or varints, or bytes after the last
-    ///   field. Never traps; allocations are bounded by the input's length.
+    ///   unknown tag (tag 10 in a format-1 record is unknown), a payload past the end, invalid UTF-8 or varints, or bytes after the last
+    ///   field, or a format-2 record without a references value. Never traps; allocations are bounded by the input's length.
     package static func decode(_ buffer: UnsafeRawBufferPointer) throws(FormatError) -> [UInt32: Value] {
         var values: [UInt32: Value] = [:]
         for (id, value) in try decodeFields(buffer) { values[id] = value }
@@ -78,13 +89,20 @@ package enum RecordCodec {
         var fields: [(id: UInt32, value: Value)] = []
         fields.reserveCapacity(count)
         var previous: UInt32?
+        var holdsReferences = false
         for _ in 0..<count {
             let id = try reader.readAttributeID(after: previous)
-            fields.append((id, try reader.readFieldValue(id: id)))
+            let value = try reader.readFieldValue(id: id)
+            if case .references = value { holdsReferences = true }
+            fields.append((id, value))
             previous = id
         }
         guard reader.remaining == 0 else {
             throw FormatError("\(reader.remaining) bytes after the last field of the record", at: reader.position)
+        }
+        // Canonical form: format 2 only for records that need it.
+        guard holdsReferences || reader.format < referencesFormat else {
+            throw FormatError("a record of format \(reader.format) holds no references; it must be written in format \(baseFormat)", at: 0)
         }
         return fields
     }
@@ -106,13 +124,13 @@ package enum RecordCodec {
 
     /// Reads the format byte and the field count; the count is bounded by the bytes left
     /// (every field takes at least 2 bytes).
-    static func readHeader(_ reader: inout ByteReader) throws -> Int {
+    static func readHeader(_ reader: inout ByteReader) throws -> (format: UInt8, count: Int) {
         let format = try reader.read(UInt8.self, "record format byte")
         guard format != 0 else { throw FormatError("record format byte 0 is invalid", at: 0) }
         guard format <= formatVersion else {
             throw FormatError("record format \(format) is newer than \(formatVersion)", at: 0, unsupportedVersion: UInt16(format))
         }
-        return try reader.readVarint(atMost: reader.remaining / 2, "record field count")
+        return (format, try reader.readVarint(atMost: reader.remaining / 2, "record field count"))
     }
 
     /// Reads a field's attribute id, which must be greater than the previous one.
@@ -127,15 +145,15 @@ package enum RecordCodec {
     }
 
     /// Reads a field's tag (never null in a record) and payload.
-    static func readFieldValue(_ reader: inout ByteReader, id: UInt32) throws -> Value {
-        let tag = try readFieldTag(&reader, id: id)
+    static func readFieldValue(_ reader: inout ByteReader, id: UInt32, format: UInt8) throws -> Value {
+        let tag = try readFieldTag(&reader, id: id, format: format)
         return try Value.read(tag, from: &reader, "value of attribute \(id)")
     }
 
-    static func readFieldTag(_ reader: inout ByteReader, id: UInt32) throws -> ValueTag {
+    static func readFieldTag(_ reader: inout ByteReader, id: UInt32, format: UInt8) throws -> ValueTag {
         let start = reader.position
         let raw = try reader.read(UInt8.self, "type tag of attribute \(id)")
-        guard let tag = ValueTag(rawValue: raw), tag != .null else {
+        guard let tag = ValueTag(rawValue: raw), tag != .null, tag != .references || format >= referencesFormat else {
             throw FormatError(raw == 0 ? "attribute \(id) stores a null tag; nulls are omitted"
                                        : "unknown value tag \(raw) for attribute \(id)", at: start)
         }

@@ -323,6 +323,10 @@ struct FieldCursor {
         case .string, .data, .codable:
             guard let length = varint() else { return false }
             return skip(length)
+        case .references:
+            guard let count = varint(), count <= UInt64(bytes.count - position) else { return false }
+            for _ in 0..<count where varint() == nil { return false }
+            return true
         }
     }
 }

@@ -11,6 +11,8 @@ import StrataFormat
 struct RecordFieldReader {
     let base: UnsafeRawBufferPointer
     private(set) var position = 0
+    /// The record's format byte, once the header was read.
+    private(set) var format: UInt8 = 0
 
     init(_ buffer: UnsafeRawBufferPointer) { base = buffer }
 
@@ -80,7 +82,7 @@ struct RecordFieldReader {
 
     /// As `RecordCodec.readHeader`: the format byte and the field count.
     mutating func readHeader() throws(FormatError) -> Int {
-        let format = try readByte("record format byte")
+        format = try readByte("record format byte")
         guard format != 0 else { throw FormatError("record format byte 0 is invalid", at: 0) }
         guard format <= RecordCodec.formatVersion else {
             throw FormatError("record format \(format) is newer than \(RecordCodec.formatVersion)", at: 0, unsupportedVersion: UInt16(format))
@@ -103,7 +105,7 @@ struct RecordFieldReader {
     mutating func readFieldValue(id: UInt32) throws(FormatError) -> Value {
         let start = position
         let raw = try readByte("type tag of attribute \(id)")
-        guard let tag = ValueTag(rawValue: raw), tag != .null else {
+        guard let tag = ValueTag(rawValue: raw), tag != .null, tag != .references || format >= RecordCodec.referencesFormat else {
             throw FormatError(raw == 0 ? "attribute \(id) stores a null tag; nulls are omitted"
                                        : "unknown value tag \(raw) for attribute \(id)", at: start)
         }
@@ -134,7 +136,26 @@ struct RecordFieldReader {
             withUnsafeMutableBytes(of: &uuid) { $0.copyMemory(from: UnsafeRawBufferPointer(rebasing: base[position..<(position + 16)])) }
             position += 16
             return .uuid(UUID(uuid: uuid))
+        case .references: return .references(try readReferences("value of attribute \(id)"))
         }
+    }
+
+    /// As `Value.readReferences`: a count from 1 to the bytes left, then distinct ids ≥ 1.
+    private mutating func readReferences(_ what: String) throws(FormatError) -> [UInt64] {
+        let countStart = position
+        let count = try readVarint(atMost: remaining, "count of \(what)")
+        guard count >= 1 else { throw FormatError("\(what): an empty list of references is stored as absent", at: countStart) }
+        var ids: [UInt64] = []
+        ids.reserveCapacity(count)
+        var seen = Set<UInt64>(minimumCapacity: count)
+        for _ in 0..<count {
+            let start = position
+            let id = try readVarint(what)
+            guard id >= 1 else { throw FormatError("\(what): record id 0 is invalid", at: start) }
+            guard seen.insert(id).inserted else { throw FormatError("\(what): record id \(id) is listed twice", at: start) }
+            ids.append(id)
+        }
+        return ids
     }
 
     /// Whether every byte is below 0x80, eight at a time.

@@ -17,6 +17,7 @@ struct RecordFieldWriter {
             switch value {
             case .string(let string): capacity += string.utf8.count
             case .data(let bytes), .codable(let bytes): capacity += bytes.count
+            case .references(let ids): capacity += 10 * ids.count
             default: break
             }
         }
@@ -57,6 +58,9 @@ struct RecordFieldWriter {
             bytes.append(contentsOf: payload)
         case .date(let date): append(date.timeIntervalSinceReferenceDate.bitPattern)
         case .uuid(let uuid): withUnsafeBytes(of: uuid.uuid) { bytes.append(contentsOf: $0) }
+        case .references(let ids):
+            appendVarint(UInt64(ids.count))
+            for id in ids { appendVarint(id) }
         }
     }
 }

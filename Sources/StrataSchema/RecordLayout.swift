@@ -31,9 +31,11 @@ package final class RecordLayout: Sendable {
         attributeIDs = Dictionary(uniqueKeysWithValues: kept.map { ($0.name, $0.id) })
     }
 
-    /// The layout of an entity's resolved (inherited first) attributes in `version`.
+    /// The layout of an entity's resolved (inherited first) attributes and relationships in
+    /// `version` (a relationship's value is stored under its property id, without default).
     package convenience init(version: CatalogVersion, entityID: UInt32) {
-        self.init(attributes: version.resolvedAttributes(ofEntity: entityID).map { ($0.name, $0.id, $0.defaultValue) })
+        self.init(attributes: version.resolvedAttributes(ofEntity: entityID).map { ($0.name, $0.id, $0.defaultValue) }
+                  + version.resolvedRelationships(ofEntity: entityID).map { ($0.name, $0.id, Value.null) })
     }
 
     /// The index of the attribute named `name`, or nil. A few names are compared in turn:

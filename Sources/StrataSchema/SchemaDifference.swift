@@ -21,6 +21,8 @@ package struct SchemaDifference: Hashable, Sendable, CustomStringConvertible {
         case relationshipAdded(relationship: String)
         case relationshipRemoved(relationship: String)
         case relationshipChanged(relationship: String)
+        /// A to-many relationship became to-one: stored lists of several ids no longer read.
+        case relationshipBecameToOne(relationship: String)
     }
 
     /// The entity, by its name in the newer version (the older one for a removal).
@@ -36,7 +38,10 @@ package struct SchemaDifference: Hashable, Sendable, CustomStringConvertible {
     /// invariant 18): records stay readable through the newer version's ids. Not lightweight:
     /// a type change (old values would not be read as the new type), a new required attribute
     /// without a default, an attribute becoming required without a default (old records may
-    /// lack a value), a new unique constraint (existing records may violate it). A codable
+    /// lack a value), a new unique constraint (existing records may violate it), a changed
+    /// parent (inherited values move to other ids; record ids must stay unique in the new
+    /// hierarchy), a to-many relationship becoming to-one (a stored list of several ids does
+    /// not read as one). A codable
     /// attribute whose type name changes stays lightweight (same id, same stored form).
     package var isLightweight: Bool {
         switch change {
@@ -46,6 +51,8 @@ package struct SchemaDifference: Hashable, Sendable, CustomStringConvertible {
             if case .codable = from, case .codable = to { true } else { false }
         case .attributeBecameRequired(_, let hasDefault): hasDefault
         case .uniqueAdded: false
+        case .parentChanged: false
+        case .relationshipBecameToOne: false
         default: true
         }
     }
@@ -72,6 +79,7 @@ package struct SchemaDifference: Hashable, Sendable, CustomStringConvertible {
         case .relationshipAdded(let name): "\(entity).\(name) relationship added"
         case .relationshipRemoved(let name): "\(entity).\(name) relationship removed"
         case .relationshipChanged(let name): "\(entity).\(name) relationship changed (cardinality, delete rule, destination or inverse)"
+        case .relationshipBecameToOne(let name): "\(entity).\(name) relationship changed from to-many to to-one"
         }
     }
 }
@@ -104,7 +112,9 @@ extension CatalogVersion {
                     result.append(SchemaDifference(entity: entity.name, change: .relationshipAdded(relationship: relationship.name)))
                     continue
                 }
-                if before.cardinality != relationship.cardinality || before.deleteRule != relationship.deleteRule
+                if before.cardinality == .toMany && relationship.cardinality == .toOne {
+                    result.append(SchemaDifference(entity: entity.name, change: .relationshipBecameToOne(relationship: relationship.name)))
+                } else if before.cardinality != relationship.cardinality || before.deleteRule != relationship.deleteRule
                     || before.destinationID != relationship.destinationID || before.inverseID != relationship.inverseID
                     || before.isOptional != relationship.isOptional || before.name != relationship.name {
                     result.append(SchemaDifference(entity: entity.name, change: .relationshipChanged(relationship: relationship.name)))

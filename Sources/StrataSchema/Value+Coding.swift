@@ -22,6 +22,9 @@ package enum ValueTag: UInt8, Sendable, CaseIterable {
     case uuid = 8
     /// varint length, the encoded value.
     case codable = 9
+    /// varint count (≥ 1), then that many distinct record ids (varint, ≥ 1). Only in records of
+    /// format 2 (Docs/FileFormat.md, "Record encoding").
+    case references = 10
 }
 
 extension Value {
@@ -37,6 +40,7 @@ extension Value {
         case .date: .date
         case .uuid: .uuid
         case .codable: .codable
+        case .references: .references
         }
     }
 
@@ -52,6 +56,9 @@ extension Value {
         case .data(let value), .codable(let value): writer.appendLengthPrefixed(value)
         case .date(let value): writer.append(value.timeIntervalSinceReferenceDate.bitPattern)
         case .uuid(let value): withUnsafeBytes(of: value.uuid) { writer.append(bytes: $0) }
+        case .references(let ids):
+            writer.appendVarint(UInt64(ids.count))
+            for id in ids { writer.appendVarint(id) }
         }
     }
 
@@ -82,6 +89,7 @@ extension Value {
             return .uuid(UUID(uuid: (b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7],
                                      b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15])))
         case .codable: return .codable(try reader.readLengthPrefixed(what()))
+        case .references: return .references(try readReferences(from: &reader, what()))
         }
     }
 
@@ -93,6 +101,31 @@ extension Value {
         case .double, .date: try reader.skip(8, what())
         case .uuid: try reader.skip(16, what())
         case .string, .data, .codable: try reader.skip(try reader.readVarint(atMost: reader.remaining, "length of \(what())"), what())
+        case .references:
+            let count = try reader.readVarint(atMost: reader.remaining, "count of \(what())")
+            for _ in 0..<count { _ = try reader.readVarint(what()) }
         }
+    }
+
+    /// Reads the payload of a references value: a count from 1 to the bytes left, then that many
+    /// distinct ids, each ≥ 1.
+    ///
+    /// - Throws: `FormatError` for a count of 0 or past the end, an id of 0, a repeated id or an
+    ///   invalid varint.
+    static func readReferences(from reader: inout ByteReader, _ what: @autoclosure () -> String) throws -> [UInt64] {
+        let countStart = reader.position
+        let count = try reader.readVarint(atMost: reader.remaining, "count of \(what())")
+        guard count >= 1 else { throw FormatError("\(what()): an empty list of references is stored as absent", at: countStart) }
+        var ids: [UInt64] = []
+        ids.reserveCapacity(count)
+        var seen = Set<UInt64>(minimumCapacity: count)
+        for _ in 0..<count {
+            let start = reader.position
+            let id = try reader.readVarint(what())
+            guard id >= 1 else { throw FormatError("\(what()): record id 0 is invalid", at: start) }
+            guard seen.insert(id).inserted else { throw FormatError("\(what()): record id \(id) is listed twice", at: start) }
+            ids.append(id)
+        }
+        return ids
     }
 }

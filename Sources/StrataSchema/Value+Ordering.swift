@@ -5,13 +5,13 @@ extension Value {
     ///
     /// - `null` sorts first, before every other value.
     /// - Values of different kinds sort by kind, in this fixed order: null, bool, int, double,
-    ///   string, data, date, uuid, codable. In particular `.int` and `.double` are **not**
+    ///   string, data, date, uuid, codable, references. In particular `.int` and `.double` are **not**
     ///   compared numerically: an attribute has one type, so its values share one kind.
     /// - Within a kind: `false < true`; integers numerically; doubles and dates by the IEEE-754
     ///   total order (`-NaN < -∞ < … < -0.0 < +0.0 < … < +∞ < NaN`), which agrees with the
     ///   bitwise equality of ``Value``; strings as Swift orders them (by Unicode scalar values of
     ///   their canonical composition, so canonically equivalent strings are equal); data,
-    ///   codable bytes and UUIDs lexicographically by byte.
+    ///   codable bytes and UUIDs lexicographically by byte; references lexicographically by id.
     ///
     /// The order is consistent with `==`: exactly one of `a < b`, `a == b`, `b < a` holds.
     /// Use it as `values.sorted(by: Value.areInIncreasingOrder)`.
@@ -28,6 +28,9 @@ extension Value {
         case (.double(let a), .double(let b)): return Self.totalOrder(a, b)
         case (.string(let a), .string(let b)): return a == b ? 0 : (a < b ? -1 : 1)
         case (.data(let a), .data(let b)), (.codable(let a), .codable(let b)): return Self.lexicographic(a, b)
+        case (.references(let a), .references(let b)):
+            for (x, y) in zip(a, b) where x != y { return x < y ? -1 : 1 }
+            return a.count == b.count ? 0 : (a.count < b.count ? -1 : 1)
         case (.date(let a), .date(let b)):
             return Self.totalOrder(a.timeIntervalSinceReferenceDate, b.timeIntervalSinceReferenceDate)
         case (.uuid(let a), .uuid(let b)):
@@ -49,6 +52,7 @@ extension Value {
         case .date: 6
         case .uuid: 7
         case .codable: 8
+        case .references: 9
         }
     }
 

@@ -37,6 +37,10 @@ public enum Value: Sendable {
     case uuid(UUID)
     /// The encoded form of a nested `Codable` value (sorted-keys JSON).
     case codable([UInt8])
+    /// The identifiers of the records a relationship refers to, in order, without duplicates:
+    /// one for a to-one relationship, any number for a to-many. Only relationships hold this
+    /// kind (no attribute type accepts it); an empty list is stored as absent, like `.null`.
+    case references([UInt64])
 
     /// Whether this is `.null`.
     public var isNull: Bool {
@@ -45,7 +49,7 @@ public enum Value: Sendable {
     }
 
     /// The name of this value's kind, for messages: `"null"`, `"bool"`, `"int"`, `"double"`,
-    /// `"string"`, `"data"`, `"date"`, `"uuid"` or `"codable"`.
+    /// `"string"`, `"data"`, `"date"`, `"uuid"`, `"codable"` or `"references"`.
     public var kindName: String {
         switch self {
         case .null: "null"
@@ -57,6 +61,7 @@ public enum Value: Sendable {
         case .date: "date"
         case .uuid: "uuid"
         case .codable: "codable"
+        case .references: "references"
         }
     }
 }
@@ -75,6 +80,7 @@ extension Value: Hashable {
             a.timeIntervalSinceReferenceDate.bitPattern == b.timeIntervalSinceReferenceDate.bitPattern
         case (.uuid(let a), .uuid(let b)): a == b
         case (.codable(let a), .codable(let b)): a == b
+        case (.references(let a), .references(let b)): a == b
         default: false
         }
     }
@@ -92,6 +98,7 @@ extension Value: Hashable {
         case .date(let value): hasher.combine(value.timeIntervalSinceReferenceDate.bitPattern)
         case .uuid(let value): hasher.combine(value)
         case .codable(let value): hasher.combine(value)
+        case .references(let ids): hasher.combine(ids)
         }
     }
 }
@@ -109,6 +116,7 @@ extension Value: CustomStringConvertible {
         case .date(let value): "date(\(value.timeIntervalSinceReferenceDate) s since 2001)"
         case .uuid(let value): "uuid(\(value.uuidString))"
         case .codable(let value): "codable(\(value.count) bytes)"
+        case .references(let ids): "references(\(ids.map(String.init).joined(separator: ", ")))"
         }
     }
 }

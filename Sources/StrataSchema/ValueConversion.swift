@@ -39,6 +39,8 @@ enum ValueConversion {
             guard let wrapped = optional.wrappedEncodable else { return .null }
             return try Self.value(of: wrapped, attribute: attribute)
         }
+        if let reference = value as? any RecordReference { return try references([reference.rawValue], attribute: attribute) }
+        if let list = value as? any RecordReferenceList { return try references(list.rawValues, attribute: attribute) }
         let dynamicType = type(of: value as Any)
         switch value {
         case let value as Bool: return .bool(value)
@@ -80,12 +82,60 @@ enum ValueConversion {
             if value.isNull, let absent = optionalType.absent as? T { return absent }
             return try decodeWrapped(optionalType, from: value, attribute: attribute)
         }
+        if let listType = T.self as? any RecordReferenceList.Type {
+            return try decodeReferences(listType, from: value, attribute: attribute)
+        }
         if value.isNull { throw .missingValue(attribute: attribute, type: String(describing: T.self)) }
+        if let referenceType = T.self as? any RecordReference.Type {
+            return try decodeReference(referenceType, from: value, attribute: attribute)
+        }
         if let scalar = try scalar(T.self, from: value, attribute: attribute) { return scalar }
         guard case .codable(let bytes) = value else {
             throw .typeMismatch(attribute: attribute, expected: String(describing: T.self), found: value)
         }
         return try CodableAttributeCoding.decode(T.self, from: bytes, attribute: attribute)
+    }
+
+    /// The value of a relationship property: `.references` of the ids in their order, each
+    /// kept once; `.null` for none.
+    ///
+    /// - Throws: ``RecordCodingError/invalidCodableValue(attribute:type:reason:)`` for the id 0,
+    ///   which no record has.
+    static func references(_ ids: [UInt64], attribute: String) throws(RecordCodingError) -> Value {
+        if ids.isEmpty { return .null }
+        if ids.contains(0) {
+            throw .invalidCodableValue(attribute: attribute, type: "RecordID", reason: "record id 0 is invalid (ids start at 1)")
+        }
+        if ids.count == 1 { return .references(ids) }
+        var seen = Set<UInt64>(minimumCapacity: ids.count)
+        return .references(ids.filter { seen.insert($0).inserted })
+    }
+
+    /// A to-one relationship's identifier from its stored value (a to-many value holding one id
+    /// reads as that id, so a to-one made to-many and back reads its values).
+    private static func decodeReference<T>(_ type: any RecordReference.Type, from value: Value,
+                                           attribute: String) throws(RecordCodingError) -> T
+    {
+        guard case .references(let ids) = value, ids.count == 1, let reference = type.init(rawValue: ids[0]) as? T else {
+            throw .typeMismatch(attribute: attribute, expected: String(describing: T.self), found: value)
+        }
+        return reference
+    }
+
+    /// A to-many relationship's identifiers from its stored value; absent is empty.
+    private static func decodeReferences<T>(_ type: any RecordReferenceList.Type, from value: Value,
+                                            attribute: String) throws(RecordCodingError) -> T
+    {
+        let ids: [UInt64]
+        switch value {
+        case .null: ids = []
+        case .references(let stored): ids = stored
+        default: throw .typeMismatch(attribute: attribute, expected: String(describing: T.self), found: value)
+        }
+        guard let list = type.init(rawValues: ids) as? T else {
+            throw .typeMismatch(attribute: attribute, expected: String(describing: T.self), found: value)
+        }
+        return list
     }
 
     /// Decodes the `Wrapped` of an optional type and wraps it.

@@ -17,6 +17,7 @@ import StrataTestSupport
         18: .date(Date(timeIntervalSinceReferenceDate: 0)), 19: .date(Date(timeIntervalSinceReferenceDate: -1.25e9)),
         20: .date(Date(timeIntervalSinceReferenceDate: 746_000_000.123_456_7)),
         21: .uuid(uuid), 22: .codable([]), 23: .codable(Array("{\"a\":[1,2]}".utf8)),
+        30: .references([1]), 31: .references([300, 2, UInt64.max, 128]),
         127: .int(127), 128: .int(128), 16_383: .string("x"), 16_384: .bool(true), 2_097_152: .int(-64), UInt32.max: .int(64),
     ]
 
@@ -29,6 +30,16 @@ import StrataTestSupport
         // Non-ASCII strings keep their exact scalars (not just canonical equivalence).
         if case .string(let text) = decoded[15] { #expect(Array(text.unicodeScalars) == Array("👩‍👩‍👧 e\u{301} שלום عربي".unicodeScalars)) }
         #expect(RecordCodec.encode(decoded) == bytes)
+    }
+
+    /// FileFormat.md, "A record with relationships": format 2 only when a field holds references.
+    @Test func recordsWithReferencesAreFormat2AsInTheWorkedExample() throws {
+        let values: [UInt32: Value] = [1: .string("Rex"), 4: .references([3]), 5: .references([9, 200])]
+        let bytes = RecordCodec.encode(values)
+        #expect(bytes == [0x02, 0x03, 0x01, 0x05, 0x03, 0x52, 0x65, 0x78, 0x04, 0x0A, 0x01, 0x03, 0x05, 0x0A, 0x02, 0x09, 0xC8, 0x01])
+        #expect(try RecordCodec.decode(bytes) == values)
+        #expect(try RecordCodec.value(of: 5, in: bytes) == .references([9, 200]))
+        #expect(RecordCodec.encode([1: .string("Rex")]).first == 1)
     }
 
     @Test func nullsAreOmittedAndFieldsSortedByID() throws {
@@ -81,7 +92,14 @@ import StrataTestSupport
         }
         #expect(error([])?.offset == 0)
         #expect(error([0, 0])?.reason == "record format byte 0 is invalid")
-        #expect(error([2, 0])?.unsupportedVersion == 2)
+        #expect(error([3, 0])?.unsupportedVersion == 3)
+        #expect(error([2, 0])?.reason == "a record of format 2 holds no references; it must be written in format 1")
+        #expect(error([2, 1, 5, 3, 2])?.reason.contains("format 2 holds no references") == true)
+        #expect(error([2, 1, 5, 10, 0])?.reason == "value of attribute 5: an empty list of references is stored as absent")
+        #expect(error([2, 1, 5, 10, 1, 0])?.reason == "value of attribute 5: record id 0 is invalid")
+        #expect(error([2, 1, 5, 10, 2, 7, 7])?.reason == "value of attribute 5: record id 7 is listed twice")
+        #expect(error([2, 1, 5, 10, 2, 7])?.offset == 6)  // the second id is missing
+        #expect(error([2, 1, 5, 10, 4, 7])?.reason.contains("exceeds") == true)  // 4 ids cannot fit in 1 byte
         #expect(error([1, 3, 1, 1])?.offset == 1)  // 3 fields cannot fit in 2 bytes
         #expect(error([1, 2, 5, 1, 5, 2])?.offset == 4)  // id 5 twice
         #expect(error([1, 2, 5, 1, 4, 2])?.reason == "attribute id 4 follows 5: ids must strictly increase")

@@ -25,7 +25,7 @@ import StrataTestSupport
                     var reader = ByteReader(buffer)
                     let format = try reader.read(UInt8.self, "record format byte")
                     guard format != 0 else { throw FormatError("record format byte 0 is invalid", at: 0) }
-                    guard format <= 1 else { throw FormatError("record format \(format) is newer than 1", at: 0, unsupportedVersion: UInt16(format)) }
+                    guard format <= 2 else { throw FormatError("record format \(format) is newer than 2", at: 0, unsupportedVersion: UInt16(format)) }
                     let count = try reader.readVarint(atMost: reader.remaining / 2, "record field count")
                     var values: [UInt32: Value] = [:]
                     var previous: UInt32?
@@ -38,7 +38,7 @@ import StrataTestSupport
                         }
                         let tagStart = reader.position
                         let rawTag = try reader.read(UInt8.self, "type tag of attribute \(id)")
-                        guard let tag = ValueTag(rawValue: rawTag), tag != .null else {
+                        guard let tag = ValueTag(rawValue: rawTag), tag != .null, tag != .references || format >= 2 else {
                             throw FormatError(rawTag == 0 ? "attribute \(id) stores a null tag; nulls are omitted"
                                                           : "unknown value tag \(rawTag) for attribute \(id)", at: tagStart)
                         }
@@ -47,6 +47,9 @@ import StrataTestSupport
                     }
                     guard reader.remaining == 0 else {
                         throw FormatError("\(reader.remaining) bytes after the last field of the record", at: reader.position)
+                    }
+                    guard format == 1 || values.values.contains(where: { if case .references = $0 { true } else { false } }) else {
+                        throw FormatError("a record of format 2 holds no references; it must be written in format 1", at: 0)
                     }
                     return values
                 }

@@ -68,6 +68,28 @@ import StrataSchema
         #expect(found == ["entity Person renamed Human", "entity Toy added", "entity Pet removed"])
     }
 
+    @Test func relationshipAndParentChanges() throws {
+        func schema(_ version: UInt32, pets: Relationship.Cardinality, petParent: String?) -> Schema {
+            Schema(version: .init(version, 0, 0), [
+                Entity("Person", attributes: [.string("name")], relationships: [Relationship(name: "pets", destination: "Pet", cardinality: pets)]),
+                Entity("Pet", parent: petParent, attributes: [.string("nick")]),
+            ])
+        }
+        func differences(_ from: Schema, _ to: Schema) throws -> [SchemaDifference] {
+            let (first, firstID) = try SchemaCatalog().register(from)
+            let (second, secondID) = try first.register(to)
+            return try #require(second.version(id: secondID)).differences(from: try #require(second.version(id: firstID)))
+        }
+        // To-one → to-many reads every stored value (a one-id list): lightweight.
+        let widened = try differences(schema(1, pets: .toOne, petParent: nil), schema(2, pets: .toMany, petParent: nil))
+        #expect(widened.map(\.description) == ["Person.pets relationship changed (cardinality, delete rule, destination or inverse)"])
+        #expect(widened.allSatisfy { $0.isLightweight })
+        // To-many → to-one, and a new parent, need a migration.
+        let narrowed = try differences(schema(1, pets: .toMany, petParent: nil), schema(2, pets: .toOne, petParent: "Person"))
+        #expect(Set(narrowed.filter { !$0.isLightweight }.map(\.description))
+            == ["Person.pets relationship changed from to-many to to-one", "entity Pet: parent none became Person"])
+    }
+
     @Test func identicalShapesHaveNoDifferences() throws {
         let same = Schema(version: .init(1, 1, 0), Self.base.entities.reversed())
         #expect(try Self.differences(same).isEmpty)

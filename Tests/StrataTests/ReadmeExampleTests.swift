@@ -37,6 +37,40 @@ import StrataTestSupport
         try reopened.close()
     }
 
+    struct Owner: PersistentRecord {
+        var name: String
+        var pets: [RecordID<Pet>] = []
+        static let relationshipRules = ["pets": RelationshipRule(inverse: "owner", deleteRule: .cascade)]
+    }
+    struct Pet: PersistentRecord {
+        var name: String
+        var owner: RecordID<Owner>?
+        static let relationshipRules = ["owner": RelationshipRule(inverse: "pets")]
+    }
+    struct Dog: PersistentRecord {
+        var name: String
+        var owner: RecordID<Owner>?
+        var breed: String
+        static var parentRecordType: (any PersistentRecord.Type)? { Pet.self }
+    }
+
+    /// The README's relationships example.
+    @Test func theRelationshipsExampleWorks() throws {
+        let folder = try temporaryDirectory()
+        defer { removeDirectory(folder) }
+        let shelter = try Store(at: folder + "/shelter", for: [Owner.self, Dog.self])
+        let work = Context(shelter)
+        let sam = try work.insert(Owner(name: "Sam"))
+        try work.insert(Dog(name: "Rex", owner: sam, breed: "Collie"))
+        try work.save()
+        #expect(try work.record(for: sam)?.pets.count == 1)
+        #expect(try work.fetch(FetchDescriptor<Pet>()).map(\.name) == ["Rex"])
+        try work.delete(sam)
+        try work.save()
+        #expect(try work.fetchCount(FetchDescriptor<Pet>()) == 0)
+        try shelter.close()
+    }
+
     /// The engine-level page store the benchmarks use.
     @Test func theEnginePageStoreWorks() throws {
         let folder = try temporaryDirectory()

@@ -1,0 +1,341 @@
+import StrataFormat
+import StrataRecords
+import StrataSchema
+
+/// The changes of one save applied to the record graph inside a record-store transaction: the
+/// one place where inverse relationships are kept consistent, delete rules run and references
+/// are checked. `Context.save()` stages all its changes and commits once; `Store.write`'s
+/// transaction commits after each change, so its memory stays bounded.
+///
+/// `commit()` works in four steps, on an overlay of the records it touches (trees are written
+/// only in the last step, so every earlier read sees the state before the save):
+///
+/// 1. Inserts and updates replace their records in the overlay.
+/// 2. For each of them (ascending entity id, then record id), each relationship whose value
+///    differs from the stored one is *applied*: references removed by the change are removed
+///    from the other side's inverse; references added must exist (`danglingReference`) and are
+///    added to the inverse — setting a to-one inverse first detaches the record it referred to.
+///    A relationship the change did not touch is left as the overlay has it, so a record
+///    updated from a stale copy does not undo inverses maintained for other records; when two
+///    changes of one save contradict each other, the later one wins.
+/// 3. Deletes: the records to delete are the staged ones plus, recursively, what their cascade
+///    relationships refer to (cycles end: each record is visited once). Then a deny
+///    relationship that refers to a record outside that set refuses the save
+///    (`deleteDenied`); nullify relationships remove the deleted records from their
+///    destinations' inverse; no-action relationships leave the references in place.
+/// 4. Every record changed by maintenance whose required to-one relationship became empty
+///    refuses the save (`requiredRelationship`); then the overlay is written.
+///
+/// Relationships without an inverse are checked for existence when set, never maintained: a
+/// reference to a record deleted later stays in place (as with no action).
+///
+/// Not thread-safe: used inside one write transaction's body, on its thread.
+final class GraphTransaction {
+    /// A record: its concrete entity (the tree holding it) and its id.
+    private struct Key: Hashable, Comparable {
+        var entityID: UInt32
+        var id: UInt64
+        static func < (a: Key, b: Key) -> Bool { (a.entityID, a.id) < (b.entityID, b.id) }
+    }
+
+    /// A record in the overlay.
+    private enum Entry {
+        /// Bytes as the app's record encoded them (no relationship changed by maintenance).
+        case bytes([UInt8])
+        /// Values by property id, changed by maintenance.
+        case fields([UInt32: Value])
+        case deleted
+    }
+
+    private let store: Store
+    private let transaction: RecordTransaction
+    private var model: EntityModel { store.model }
+
+    private var upserts: [(key: Key, bytes: [UInt8], isNew: Bool)] = []
+    private var deletes: [Key] = []
+    private var overlay: [Key: Entry] = [:]
+    /// Stored values read so far (nil: no such record in the tree).
+    private var storedCache: [Key: [UInt32: Value]?] = [:]
+    private var inserted: Set<Key> = []
+    private var dirty: Set<Key> = []
+
+    init(store: Store, transaction: RecordTransaction) {
+        self.store = store
+        self.transaction = transaction
+    }
+
+    /// Stages an insert (`isNew`) or a full replacement of record `id` of entity `entityID`
+    /// (its concrete entity).
+    func stageUpsert(entityID: UInt32, id: UInt64, bytes: [UInt8], isNew: Bool) {
+        upserts.append((Key(entityID: entityID, id: id), bytes, isNew))
+    }
+
+    /// Stages the deletion of record `id` of entity `entityID` (its concrete entity).
+    func stageDelete(entityID: UInt32, id: UInt64) {
+        deletes.append(Key(entityID: entityID, id: id))
+    }
+
+    /// The concrete entity of record `id` as this transaction sees it, searching `entityID`
+    /// and its sub-entities; nil when there is none.
+    func locate(entityID: UInt32, id: UInt64) throws -> UInt32? {
+        try locate(entityID, id)?.entityID
+    }
+
+    /// The stored bytes of record `id` of its concrete entity `entityID`, or nil.
+    func storedBytes(entityID: UInt32, id: UInt64) throws -> [UInt8]? {
+        try translatingErrors { try tree(entityID).get(id) }
+    }
+
+    /// Applies the staged changes (see the type's description) and writes them; then the
+    /// transaction is empty again and may stage more.
+    /// - Throws: `StrataError.danglingReference`, `.deleteDenied`, `.requiredRelationship`,
+    ///   `.recordNotFound` (an update of a record deleted meanwhile), `.duplicateRecordID`,
+    ///   `.recordCoding`, storage errors. The record-store transaction must then be abandoned.
+    func commit() throws {
+        defer { reset() }
+        if deletes.isEmpty, upserts.allSatisfy({ model.relationships(of: $0.key.entityID).isEmpty }) {
+            return try writeUpserts()  // nothing to maintain (bulk inserts): no overlay
+        }
+        for upsert in upserts {
+            overlay[upsert.key] = .bytes(upsert.bytes)
+            dirty.insert(upsert.key)
+            if upsert.isNew { inserted.insert(upsert.key) }
+        }
+        for upsert in upserts.sorted(by: { $0.key < $1.key }) where !model.relationships(of: upsert.key.entityID).isEmpty {
+            try applyRelationships(of: upsert.key, written: try decode(upsert.bytes, of: upsert.key))
+        }
+        try applyDeletes()
+        try checkRequiredRelationships()
+        try write()
+    }
+
+    // MARK: Steps
+
+    private func applyRelationships(of key: Key, written: [UInt32: Value]) throws {
+        let stored = try storedFields(key) ?? [:]
+        for relationship in model.relationships(of: key.entityID) {
+            let before = Self.ids(stored[relationship.id]), after = Self.ids(written[relationship.id])
+            if before == after { continue }
+            let current = Self.ids(try fields(key)[relationship.id])
+            switch relationship.cardinality {
+            case .toOne:
+                // The change's value wins over what maintenance set earlier in this save.
+                let detached = Set(before + current).subtracting(after)
+                set(key, relationship, after)
+                for id in detached.sorted() { try unlinkInverse(from: key, relationship, id) }
+                for id in after { try linkInverse(from: key, relationship, id) }
+            case .toMany:
+                let beforeSet = Set(before), afterSet = Set(after)
+                let removed = Set(before.filter { !afterSet.contains($0) })
+                let added = after.filter { !beforeSet.contains($0) }
+                let currentSet = Set(current)
+                set(key, relationship, current.filter { !removed.contains($0) } + added.filter { !currentSet.contains($0) })
+                for id in removed.sorted() { try unlinkInverse(from: key, relationship, id) }
+                for id in added { try linkInverse(from: key, relationship, id) }
+            }
+        }
+    }
+
+    private func applyDeletes() throws {
+        guard !deletes.isEmpty else { return }
+        var doomed: [Key] = []
+        var doomedSet: Set<Key> = []
+        var queue = deletes.sorted()
+        var next = 0
+        while next < queue.count {
+            let key = queue[next]
+            next += 1
+            guard doomedSet.insert(key).inserted else { continue }
+            doomed.append(key)
+            for relationship in model.relationships(of: key.entityID) where relationship.deleteRule == .cascade {
+                for id in Self.ids(try fields(key)[relationship.id]) {
+                    if let destination = try locate(relationship.destinationID, id) { queue.append(destination) }
+                }
+            }
+        }
+        for key in doomed {
+            for relationship in model.relationships(of: key.entityID) where relationship.deleteRule == .deny {
+                var survivors = 0
+                for id in Self.ids(try fields(key)[relationship.id]) {
+                    if let destination = try locate(relationship.destinationID, id), !doomedSet.contains(destination) { survivors += 1 }
+                }
+                if survivors > 0 { throw StrataError.deleteDenied(record: describe(key), relationship: relationship.name, count: survivors) }
+            }
+        }
+        for key in doomed {
+            for relationship in model.relationships(of: key.entityID) where relationship.deleteRule == .nullify {
+                guard let inverse = model.inverse(of: relationship) else { continue }
+                for id in Self.ids(try fields(key)[relationship.id]) {
+                    if let destination = try locate(relationship.destinationID, id), !doomedSet.contains(destination) {
+                        try remove(key.id, from: destination, inverse)
+                    }
+                }
+            }
+        }
+        for key in doomed {
+            overlay[key] = .deleted
+            dirty.insert(key)
+        }
+    }
+
+    private func checkRequiredRelationships() throws {
+        for key in dirty.sorted() {
+            guard case .fields(let values)? = overlay[key] else { continue }
+            for relationship in model.relationships(of: key.entityID) where relationship.cardinality == .toOne && !relationship.isOptional {
+                if values[relationship.id] == nil {
+                    throw StrataError.requiredRelationship(record: describe(key), relationship: relationship.name)
+                }
+            }
+        }
+    }
+
+    private func write() throws {
+        let schemaVersion = store.binding.versionID
+        try translatingErrors {
+            for key in dirty.sorted() {
+                let tree = transaction.tree(for: key.entityID, schemaVersion: schemaVersion)
+                let bytes: [UInt8]
+                switch overlay[key] {
+                case .deleted?, nil:
+                    if !inserted.contains(key) { _ = try tree.delete(key.id) }
+                    continue
+                case .bytes(let written)?: bytes = written
+                case .fields(let values)?: bytes = RecordCodec.encode(values)
+                }
+                if inserted.contains(key) {
+                    transaction.reserve(key.id, for: model.rootID(of: key.entityID))
+                    try tree.insert(key.id, bytes: bytes)
+                } else if try !tree.update(key.id, bytes: bytes) {
+                    throw StrataError.recordNotFound("\(describe(key)) (deleted by another context)")
+                }
+            }
+        }
+    }
+
+    /// Writes the staged upserts as they are, in key order.
+    private func writeUpserts() throws {
+        let schemaVersion = store.binding.versionID
+        try translatingErrors {
+            for upsert in upserts.sorted(by: { $0.key < $1.key }) {
+                let key = upsert.key
+                let tree = transaction.tree(for: key.entityID, schemaVersion: schemaVersion)
+                if upsert.isNew {
+                    transaction.reserve(key.id, for: model.rootID(of: key.entityID))
+                    try tree.insert(key.id, bytes: upsert.bytes)
+                } else if try !tree.update(key.id, bytes: upsert.bytes) {
+                    throw StrataError.recordNotFound("\(describe(key)) (deleted by another context)")
+                }
+            }
+        }
+    }
+
+    private func reset() {
+        upserts.removeAll()
+        deletes.removeAll()
+        overlay.removeAll()
+        storedCache.removeAll()
+        inserted.removeAll()
+        dirty.removeAll()
+    }
+
+    // MARK: Links
+
+    /// After `source.relationship` gained a reference to `id`: the record must exist, and its
+    /// inverse refers back to `source` (a to-one inverse first lets go of its previous record).
+    private func linkInverse(from source: Key, _ relationship: CatalogRelationship, _ id: UInt64) throws {
+        guard let destination = try locate(relationship.destinationID, id) else {
+            throw StrataError.danglingReference(record: describe(source), relationship: relationship.name,
+                                                destination: "\(model.name(of: relationship.destinationID))#\(id)")
+        }
+        guard let inverse = model.inverse(of: relationship) else { return }
+        let current = Self.ids(try fields(destination)[inverse.id])
+        switch inverse.cardinality {
+        case .toMany:
+            if !current.contains(source.id) { set(destination, inverse, current + [source.id]) }
+        case .toOne:
+            guard current != [source.id] else { return }
+            set(destination, inverse, [source.id])
+            for previous in current where previous != source.id {
+                if let partner = try locate(inverse.destinationID, previous) { try remove(destination.id, from: partner, relationship) }
+            }
+        }
+    }
+
+    /// After `source.relationship` lost its reference to `id`: the inverse no longer refers back.
+    private func unlinkInverse(from source: Key, _ relationship: CatalogRelationship, _ id: UInt64) throws {
+        guard let inverse = model.inverse(of: relationship), let destination = try locate(relationship.destinationID, id) else { return }
+        try remove(source.id, from: destination, inverse)
+    }
+
+    private func remove(_ id: UInt64, from key: Key, _ relationship: CatalogRelationship) throws {
+        let current = Self.ids(try fields(key)[relationship.id])
+        if current.contains(id) { set(key, relationship, current.filter { $0 != id }) }
+    }
+
+    /// Sets a relationship's value in the overlay (the record's values must be loaded).
+    private func set(_ key: Key, _ relationship: CatalogRelationship, _ ids: [UInt64]) {
+        guard case .fields(var values)? = overlay[key] else { return }
+        values[relationship.id] = ids.isEmpty ? nil : .references(ids)
+        overlay[key] = .fields(values)
+        dirty.insert(key)
+    }
+
+    // MARK: Reading
+
+    /// The record with id `id` in `entityID`'s family, as the overlay sees it; nil when it does
+    /// not exist or is deleted.
+    private func locate(_ entityID: UInt32, _ id: UInt64) throws -> Key? {
+        for member in model.family(of: entityID) {
+            let key = Key(entityID: member, id: id)
+            switch overlay[key] {
+            case .deleted?: continue
+            case .bytes?, .fields?: return key
+            case nil: if try storedFields(key) != nil { return key }
+            }
+        }
+        return nil
+    }
+
+    /// The record's current values, loaded into the overlay as fields so they can change.
+    private func fields(_ key: Key) throws -> [UInt32: Value] {
+        switch overlay[key] {
+        case .fields(let values)?: return values
+        case .bytes(let bytes)?:
+            let values = try decode(bytes, of: key)
+            overlay[key] = .fields(values)
+            return values
+        case .deleted?: return [:]
+        case nil:
+            let values = try storedFields(key) ?? [:]
+            overlay[key] = .fields(values)
+            return values
+        }
+    }
+
+    /// The record's values as stored before this commit; nil when it is not stored.
+    private func storedFields(_ key: Key) throws -> [UInt32: Value]? {
+        if let cached = storedCache[key] { return cached }
+        let values = try storedBytes(entityID: key.entityID, id: key.id).map { try decode($0, of: key) }
+        storedCache[key] = values
+        return values
+    }
+
+    private func decode(_ bytes: [UInt8], of key: Key) throws -> [UInt32: Value] {
+        do { return try RecordCodec.decode(bytes) } catch {
+            throw StrataError.recordCoding(reason: "the stored record \(describe(key)) is corrupt: \(error.reason)")
+        }
+    }
+
+    private func tree(_ entityID: UInt32) -> RecordTreeWriter {
+        transaction.tree(for: entityID, schemaVersion: store.binding.versionID)
+    }
+
+    private func describe(_ key: Key) -> String { "\(model.name(of: key.entityID))#\(key.id)" }
+
+    /// The ids a relationship value holds; none for an absent value (or, never written by
+    /// Strata, a value of another kind).
+    private static func ids(_ value: Value?) -> [UInt64] {
+        if case .references(let ids)? = value { return ids }
+        return []
+    }
+}
