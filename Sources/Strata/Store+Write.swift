@@ -11,7 +11,7 @@ extension Store {
     ///
     /// - Throws: what `body` throws; storage errors; `.recordCoding`, `.unknownEntity`.
     public func write<T>(_ body: (WriteTransaction) throws -> T) throws -> T {
-        try translatingErrors {
+        try translating {
             try records.write(durability: configuration.durability.pageLogDurability) { transaction in
                 try body(WriteTransaction(store: self, transaction: transaction))
             }
@@ -28,21 +28,32 @@ extension Store {
             self.transaction = transaction
         }
 
-        /// Inserts a record and returns its identifier.
+        /// Inserts a record and returns its identifier. When a unique attribute of the record
+        /// (non-null) holds the value an existing record holds, that record is updated with the
+        /// new values instead and its identifier returned (an upsert, as SwiftData does).
+        /// - Throws: `StrataError.uniqueConstraintViolation` when the record's unique values
+        ///   match two different records (nothing is changed).
         @discardableResult
         public func insert<Record: PersistentRecord>(_ record: Record) throws -> RecordID<Record> {
             let (entityID, bytes) = try store.encode(record)
-            let id = store.allocateID(for: entityID)
-            transaction.reserve(id, for: entityID)
-            try translatingErrors { try tree(entityID).insert(id, bytes: bytes) }
-            return RecordID(rawValue: id)
+            return try store.translating {
+                if let existing = try transaction.uniqueMatch(entityID: entityID, schemaVersion: store.binding.versionID, bytes: bytes) {
+                    try tree(entityID).update(existing, bytes: bytes)
+                    return RecordID(rawValue: existing)
+                }
+                let id = store.allocateID(for: entityID)
+                transaction.reserve(id, for: entityID)
+                try tree(entityID).insert(id, bytes: bytes)
+                return RecordID(rawValue: id)
+            }
         }
 
         /// Replaces an existing record.
-        /// - Throws: `StrataError.recordNotFound` when there is none.
+        /// - Throws: `StrataError.recordNotFound` when there is none;
+        ///   `.uniqueConstraintViolation` when another record holds one of its new unique values.
         public func update<Record: PersistentRecord>(_ id: RecordID<Record>, to record: Record) throws {
             let (entityID, bytes) = try store.encode(record)
-            guard try translatingErrors({ try tree(entityID).update(id.rawValue, bytes: bytes) }) else {
+            guard try store.translating({ try tree(entityID).update(id.rawValue, bytes: bytes) }) else {
                 throw StrataError.recordNotFound(id.description)
             }
         }
@@ -51,13 +62,13 @@ extension Store {
         @discardableResult
         public func delete<Record: PersistentRecord>(_ id: RecordID<Record>) throws -> Bool {
             let entityID = try store.entityID(of: Record.self)
-            return try translatingErrors { try tree(entityID).delete(id.rawValue) }
+            return try store.translating { try tree(entityID).delete(id.rawValue) }
         }
 
         /// The record with this identifier as this transaction sees it, or nil.
         public func record<Record: PersistentRecord>(for id: RecordID<Record>) throws -> Record? {
             let entityID = try store.entityID(of: Record.self)
-            guard let bytes = try translatingErrors({ try tree(entityID).get(id.rawValue) }) else { return nil }
+            guard let bytes = try store.translating({ try tree(entityID).get(id.rawValue) }) else { return nil }
             return try bytes.withUnsafeBytes { try store.decode(Record.self, from: $0) }
         }
 

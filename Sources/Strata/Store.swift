@@ -35,6 +35,9 @@ public final class Store: Sendable {
     public let configuration: Configuration
     let records: RecordStore
     let binding: SchemaBinding
+    /// Per entity id, its unique attributes and the key of records lacking a value; fixed at
+    /// open (only binding changes indexes, and only one instance writes a store).
+    let uniqueAttributes: [UInt32: [(attributeID: UInt32, defaultKey: [UInt8])]]
     /// Next identifier to hand out per entity id (ids are reserved in memory at insert, made
     /// durable by the save that uses them).
     private let nextIDs: Mutex<[UInt32: UInt64]>
@@ -53,8 +56,14 @@ public final class Store: Sendable {
         }
         do {
             binding = try translatingErrors { try records.bind(schema) }
-            let root = try translatingErrors { try records.snapshot().root }
-            nextIDs = Mutex(root.entities.mapValues(\.nextRowID))
+            let snapshot = try translatingErrors { try records.snapshot() }
+            nextIDs = Mutex(snapshot.root.entities.mapValues(\.nextRowID))
+            var uniques: [UInt32: [(attributeID: UInt32, defaultKey: [UInt8])]] = [:]
+            for entityID in Set(snapshot.root.indexes.keys.map(\.entityID)) {
+                let attributes = snapshot.uniqueAttributes(of: entityID)
+                if !attributes.isEmpty { uniques[entityID] = attributes }
+            }
+            uniqueAttributes = uniques
         } catch {
             try? records.log.close()
             throw error
@@ -97,6 +106,21 @@ public final class Store: Sendable {
     /// - Throws: `StrataError.recordCoding`.
     func decode<Record: PersistentRecord>(_ type: Record.Type, from bytes: UnsafeRawBufferPointer) throws -> Record {
         do { return try binding.decode(type, from: bytes) } catch { throw StrataError.recordCoding(reason: "\(error)") }
+    }
+
+    /// Runs `body`, turning lower layers' errors into `StrataError`, with entity and attribute
+    /// names in unique constraint violations.
+    func translating<T>(_ body: () throws -> T) throws -> T {
+        try translatingErrors {
+            do { return try body() } catch let RecordTreeError.uniqueConstraintViolation(entityID, attributeID, _, existingID) {
+                throw uniqueViolation(entityID: entityID, attributeID: attributeID, existing: "record \(existingID)")
+            }
+        }
+    }
+
+    func uniqueViolation(entityID: UInt32, attributeID: UInt32, existing: String) -> StrataError {
+        let names = binding.names(entityID: entityID, attributeID: attributeID)
+        return .uniqueConstraintViolation(entity: names.entity, attribute: names.attribute, existing: existing)
     }
 
     /// A new identifier for a record of `entityID`.

@@ -37,6 +37,12 @@ public enum StrataError: Error, Sendable, Equatable, CustomStringConvertible {
     case recordCoding(reason: String)
     /// There is no record with this identifier.
     case recordNotFound(String)
+    /// A change would give two records one value of a unique attribute, and no single record
+    /// can be updated instead: an update repeating another record's value, an insert whose
+    /// unique attributes match two different records, or a schema making an attribute unique
+    /// whose values already repeat. Nothing of the save, write or open was stored.
+    /// `existing` names the record (or records) already holding the value.
+    case uniqueConstraintViolation(entity: String, attribute: String, existing: String)
 
     /// Whether the device or quota was full (`ENOSPC` or `EDQUOT` on Linux).
     public var isOutOfSpace: Bool {
@@ -65,6 +71,8 @@ public enum StrataError: Error, Sendable, Equatable, CustomStringConvertible {
         case .unknownEntity(let name): "the store's schema has no entity \(name)"
         case .recordCoding(let reason): reason
         case .recordNotFound(let id): "no record \(id)"
+        case .uniqueConstraintViolation(let entity, let attribute, let existing):
+            "\(entity).\(attribute) is unique, and \(existing) already holds the value"
         }
     }
 
@@ -77,6 +85,8 @@ public enum StrataError: Error, Sendable, Equatable, CustomStringConvertible {
         case .schemaMismatch(let stored, let current, let differences):
             self = .schemaMismatch(stored: stored, current: current,
                                    differences: differences.map { ($0.isLightweight ? "" : "[needs migration] ") + $0.description })
+        case .uniqueConstraintViolation(let entity, let attribute, let recordID, let existingID):
+            self = .uniqueConstraintViolation(entity: entity, attribute: attribute, existing: "records \(existingID) and \(recordID)")
         }
     }
 
@@ -85,6 +95,12 @@ public enum StrataError: Error, Sendable, Equatable, CustomStringConvertible {
         case .duplicateID(let id): self = .duplicateRecordID(id)
         case .corruptNode(let pageID, let reason): self = .corruption(file: "page \(pageID)", offset: 0, reason: reason)
         case .missingPage(let pageID): self = .corruption(file: "page \(pageID)", offset: 0, reason: "a record tree page is missing")
+        case .invalidIndexEntry: self = .recordCoding(reason: error.description)
+        case .uniqueConstraintViolation(let entityID, let attributeID, _, let existingID):
+            self = .uniqueConstraintViolation(entity: "#\(entityID)", attribute: "#\(attributeID)", existing: "record \(existingID)")
+        case .noIndex: self = .invalidSchema(reason: error.description)
+        case .invalidRecord(let entityID, let recordID, let reason):
+            self = .corruption(file: "record \(recordID) of entity \(entityID)", offset: 0, reason: reason)
         }
     }
 

@@ -2,9 +2,15 @@ import Synchronization
 import StrataFormat
 import StrataPageLog
 
+/// A page image the cache keeps: verified and decoded once, then shared by every reader.
+protocol CachedPage: AnyObject, Sendable {
+    /// The page's size, counted against the cache's budget.
+    var byteCount: Int { get }
+}
+
 /// A node page read from the log, verified once (checksum by the page log, structure here)
 /// and then shared by every reader.
-package final class CachedNode: Sendable {
+package final class CachedNode: CachedPage {
     let bytes: [UInt8]
     let kind: NodeKind
     let count: Int
@@ -25,6 +31,8 @@ package final class CachedNode: Sendable {
         }
         self.bytes = bytes
     }
+
+    var byteCount: Int { bytes.count }
 }
 
 /// Verified node pages shared by all readers of a store, keyed by page id and the LSN of the
@@ -42,8 +50,8 @@ package final class NodeCache: Sendable {
     }
 
     private struct State {
-        var young: [Key: CachedNode] = [:]
-        var old: [Key: CachedNode] = [:]
+        var young: [Key: any CachedPage] = [:]
+        var old: [Key: any CachedPage] = [:]
         var youngBytes = 0
     }
 
@@ -57,27 +65,35 @@ package final class NodeCache: Sendable {
     /// cached only when `admit` says so (scans admit interior nodes only, so one pass over a
     /// large tree does not evict what point lookups use).
     func node(_ pageID: UInt64, in snapshot: Snapshot, admit: (CachedNode) -> Bool = { _ in true }) throws -> CachedNode {
+        try page(pageID, in: snapshot, make: { try CachedNode(pageID: pageID, bytes: $0) }, admit: admit)
+    }
+
+    /// The page at `pageID` as `T`, from the cache or read and made by `make` (which verifies
+    /// it). An entry of another type under the same key (a corrupt reference to a page of
+    /// another kind) is made again, so `make` reports it.
+    func page<T: CachedPage>(_ pageID: UInt64, in snapshot: Snapshot, make: ([UInt8]) throws -> T,
+                             admit: (T) -> Bool = { _ in true }) throws -> T {
         let location = snapshot.location(of: pageID)
         guard !location.isNone else { throw RecordTreeError.missingPage(pageID: pageID) }
         let key = Key(pageID: pageID, lsn: location.lsn)
         let budget = budget
-        if let node = state.withLock({ state -> CachedNode? in
+        if let node = state.withLock({ state -> (any CachedPage)? in
             if let node = state.young[key] { return node }
             guard let node = state.old.removeValue(forKey: key) else { return nil }
             Self.insert(node, key, into: &state, budget: budget)
             return node
-        }) {
+        }) as? T {
             return node
         }
         guard let page = try snapshot.read(pageID) else { throw RecordTreeError.missingPage(pageID: pageID) }
-        let node = try CachedNode(pageID: pageID, bytes: page.bytes)
+        let node = try make(page.bytes)
         if admit(node) { state.withLock { Self.insert(node, key, into: &$0, budget: budget) } }
         return node
     }
 
-    private static func insert(_ node: CachedNode, _ key: Key, into state: inout State, budget: Int) {
+    private static func insert(_ node: any CachedPage, _ key: Key, into state: inout State, budget: Int) {
         guard state.young.updateValue(node, forKey: key) == nil else { return }
-        state.youngBytes += node.bytes.count
+        state.youngBytes += node.byteCount
         if state.youngBytes > budget / 2 {
             state.old = state.young
             state.young = [:]

@@ -32,6 +32,9 @@ package enum IndexKey {
         case null = 0, bool, int, double, string, data, date, uuid, codable
     }
 
+    /// The key of `.null` (records lacking a value and having no default).
+    package static let nullKey: [UInt8] = [Kind.null.rawValue]
+
     /// The full key of `value`.
     package static func encode(_ value: Value) -> [UInt8] {
         var key: [UInt8] = []
