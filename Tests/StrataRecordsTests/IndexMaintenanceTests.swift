@@ -174,8 +174,14 @@ import StrataTestSupport
             try store.bind(Self.schema(version: 4, scoreDefault: 8, nameUnique: true))
         }
         #expect(try store.snapshot().root == before)
+        // Removing the indexed attribute drops its index; the unique one stays.
+        binding = try store.bind(Schema(version: .init(5, 0, 0), [
+            Entity("Account", attributes: [.string("email", isOptional: true, options: [.unique]), .string("name")]),
+        ]))
+        #expect(try store.snapshot().root.indexes.keys.map(\.attributeID) == [ids.email])
+        try store.snapshot().checkIndexInvariants()
         // Dropping both indexes frees their pages.
-        binding = try store.bind(Self.schema(version: 5, scoreIndexed: false, emailUnique: false, scoreDefault: 8))
+        binding = try store.bind(Self.schema(version: 6, scoreIndexed: false, emailUnique: false, scoreDefault: 8))
         #expect(try store.snapshot().root.indexes.isEmpty)
         #expect(try store.log.snapshot().pageIDs().count <= pagesWithoutIndexes + recordPages + 1)  // + the grown catalog's page, at most
         _ = binding
