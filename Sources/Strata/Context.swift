@@ -26,6 +26,9 @@ public final class Context {
 
     /// Unsaved changes by entity id, then record id.
     private var changes: [UInt32: [UInt64: Change]] = [:]
+    /// The unique values unsaved inserts and updates hold: entity id → attribute id → full
+    /// index key → record id (so two inserts of one unique value in a context make one record).
+    private var pendingUnique: [UInt32: [UInt32: [[UInt8]: UInt64]]] = [:]
 
     /// A context on `store`.
     public init(_ store: Store, author: String? = nil) {
@@ -39,21 +42,35 @@ public final class Context {
     // MARK: Changing
 
     /// Inserts a record (saved by the next `save()`) and returns its new identifier.
+    ///
+    /// When a unique attribute of the record (non-null) holds the value a record already holds
+    /// — saved, or inserted or updated in this context and not saved yet — that record is
+    /// updated with the new values instead and its identifier returned (an upsert, as
+    /// SwiftData does). If another context saves a record with the value before this context
+    /// saves, `save()` updates that record instead (the identifier returned here then names
+    /// no record).
     /// - Throws: `StrataError.unknownEntity` when the store's schema has no entity for the
     ///   type; `.abstractEntity` for an abstract entity; `.recordCoding` when a value cannot be
-    ///   encoded.
+    ///   encoded; `.uniqueConstraintViolation` when the record's unique values match two
+    ///   different records (nothing is changed).
     @discardableResult
     public func insert<Record: PersistentRecord>(_ record: Record) throws -> RecordID<Record> {
         let (entityID, bytes) = try store.encode(record)
         try store.checkInsertable(entityID)
+        if let existing = try uniqueMatch(entityID, bytes, excluding: nil) {
+            try setChange(.upsert(bytes, isNew: isUnsavedInsert(entityID, existing.id)), entityID, existing.id)
+            return RecordID(rawValue: existing.id)
+        }
         let id = store.allocateID(for: entityID)
-        changes[entityID, default: [:]][id] = .upsert(bytes, isNew: true)
+        try setChange(.upsert(bytes, isNew: true), entityID, id)
         return RecordID(rawValue: id)
     }
 
     /// Replaces the values of an existing record. A record of a sub-entity updated through its
     /// parent's type keeps the values of its own (sub-entity) properties.
-    /// - Throws: `StrataError.recordNotFound` when there is no such record (or it was deleted).
+    /// - Throws: `StrataError.recordNotFound` when there is no such record (or it was deleted);
+    ///   `.uniqueConstraintViolation` when another record (saved or unsaved) holds one of its
+    ///   new unique values (nothing is changed).
     public func update<Record: PersistentRecord>(_ id: RecordID<Record>, to record: Record) throws {
         var (entityID, bytes) = try store.encode(record)
         guard let concreteID = try locate(entityID, id.rawValue) else { throw StrataError.recordNotFound(id.description) }
@@ -61,19 +78,20 @@ public final class Context {
             bytes = try store.merge(bytes, as: entityID, into: current)
             entityID = concreteID
         }
-        let isNew: Bool
-        if case .upsert(_, true)? = changes[entityID]?[id.rawValue] { isNew = true } else { isNew = false }
-        changes[entityID, default: [:]][id.rawValue] = .upsert(bytes, isNew: isNew)
+        if let other = try uniqueMatch(entityID, bytes, excluding: id.rawValue) {
+            throw store.uniqueViolation(entityID: entityID, attributeID: other.attributeID, existing: "record \(other.id)")
+        }
+        try setChange(.upsert(bytes, isNew: isUnsavedInsert(entityID, id.rawValue)), entityID, id.rawValue)
     }
 
     /// Deletes a record (of the type's entity or a sub-entity); deleting a record that does not
     /// exist does nothing. Delete rules run when the deletion is saved.
     public func delete<Record: PersistentRecord>(_ id: RecordID<Record>) throws {
         guard let entityID = try locate(try store.entityID(of: Record.self), id.rawValue) else { return }
-        if case .upsert(_, true)? = changes[entityID]?[id.rawValue] {
-            changes[entityID]?[id.rawValue] = nil  // never saved: nothing to delete
+        if isUnsavedInsert(entityID, id.rawValue) {
+            try setChange(nil, entityID, id.rawValue)  // never saved: nothing to delete
         } else {
-            changes[entityID, default: [:]][id.rawValue] = .delete
+            try setChange(.delete, entityID, id.rawValue)
         }
     }
 
@@ -92,11 +110,18 @@ public final class Context {
     /// side, delete rules run (nullify, cascade, deny, no action), and every added reference
     /// must name an existing record.
     /// On error nothing is saved and the changes stay in the context.
+    ///
+    /// Deletes are written before updates, and updates before inserts, so a unique value freed
+    /// by a delete or an update can be taken by an insert of the same save. Unique values are
+    /// checked in the save's transaction: an insert whose unique value another context saved
+    /// meanwhile updates that record instead (upsert).
     /// - Throws: `StrataError.deleteDenied`, `.danglingReference`, `.requiredRelationship`,
-    ///   `.recordNotFound` (a record updated here was deleted by another context), storage errors.
+    ///   `.uniqueConstraintViolation` (an update repeating a unique value another record holds,
+    ///   for instance one saved meanwhile by another context), `.recordNotFound` (a record
+    ///   updated here was deleted by another context), storage errors.
     public func save() throws {
         guard hasChanges else { return }
-        try translatingErrors {
+        try store.translating {
             try store.records.write(durability: store.configuration.durability.pageLogDurability) { transaction in
                 let graph = GraphTransaction(store: store, transaction: transaction)
                 for (entityID, entityChanges) in changes {
@@ -111,11 +136,13 @@ public final class Context {
             }
         }
         changes.removeAll()
+        pendingUnique.removeAll()
     }
 
     /// Forgets every unsaved change.
     public func rollback() {
         changes.removeAll()
+        pendingUnique.removeAll()
     }
 
     // MARK: Reading
@@ -232,5 +259,63 @@ public final class Context {
             let snapshot = try translatingErrors { try store.records.snapshot() }
             return try translatingErrors { try snapshot.reader(for: entityID).get(id) }
         }
+    }
+
+    private func isUnsavedInsert(_ entityID: UInt32, _ id: UInt64) -> Bool {
+        if case .upsert(_, true)? = changes[entityID]?[id] { return true }
+        return false
+    }
+
+    /// Records a change (nil: forget the unsaved insert), keeping `pendingUnique` in step.
+    private func setChange(_ change: Change?, _ entityID: UInt32, _ id: UInt64) throws {
+        if let uniques = store.uniqueAttributes[entityID] {
+            if case .upsert(let bytes, _)? = changes[entityID]?[id] {
+                for (attributeID, key) in try uniqueKeys(bytes, entityID, uniques) where pendingUnique[entityID]?[attributeID]?[key] == id {
+                    pendingUnique[entityID]?[attributeID]?[key] = nil
+                }
+            }
+            if case .upsert(let bytes, _)? = change {
+                for (attributeID, key) in try uniqueKeys(bytes, entityID, uniques) {
+                    pendingUnique[entityID, default: [:]][attributeID, default: [:]][key] = id
+                }
+            }
+        }
+        changes[entityID, default: [:]][id] = change
+    }
+
+    /// The non-null unique values of a record, as full index keys.
+    private func uniqueKeys(_ bytes: [UInt8], _ entityID: UInt32,
+                            _ uniques: [(attributeID: UInt32, defaultKey: [UInt8])]) throws -> [(UInt32, [UInt8])] {
+        try store.translating {
+            try uniques.compactMap { attributeID, defaultKey in
+                let key = try RecordSnapshot.indexKey(of: attributeID, defaultKey: defaultKey, in: bytes, entityID: entityID)
+                return key == IndexKey.nullKey ? nil : (attributeID, key)
+            }
+        }
+    }
+
+    /// The record other than `excluding` — saved (as this context sees it) or unsaved — that
+    /// holds one of `bytes`' non-null unique values, and which attribute matched; nil if none.
+    /// - Throws: `.uniqueConstraintViolation` when two different records match.
+    private func uniqueMatch(_ entityID: UInt32, _ bytes: [UInt8], excluding: UInt64?) throws -> (id: UInt64, attributeID: UInt32)? {
+        guard let uniques = store.uniqueAttributes[entityID] else { return nil }
+        let keys = try uniqueKeys(bytes, entityID, uniques)
+        guard !keys.isEmpty else { return nil }
+        let snapshot = try store.translating { try store.records.snapshot() }
+        var found: (id: UInt64, attributeID: UInt32)?
+        for (attributeID, key) in keys {
+            var ids: [UInt64] = []
+            if let id = pendingUnique[entityID]?[attributeID]?[key] { ids.append(id) }
+            // A saved record with unsaved changes counts with its unsaved values (above).
+            for id in try store.translating({ try snapshot.recordIDs(entityID: entityID, attributeID: attributeID, key: key) })
+                where changes[entityID]?[id] == nil { ids.append(id) }
+            for id in ids where id != excluding {
+                if let found, found.id != id {
+                    throw store.uniqueViolation(entityID: entityID, attributeID: attributeID, existing: "records \(found.id) and \(id)")
+                }
+                found = (id, attributeID)
+            }
+        }
+        return found
     }
 }

@@ -48,7 +48,7 @@ final class GraphTransaction {
     }
 
     private let store: Store
-    private let transaction: RecordTransaction
+    let transaction: RecordTransaction
     private var model: EntityModel { store.model }
 
     private var upserts: [(key: Key, bytes: [UInt8], isNew: Bool)] = []
@@ -83,7 +83,7 @@ final class GraphTransaction {
 
     /// The stored bytes of record `id` of its concrete entity `entityID`, or nil.
     func storedBytes(entityID: UInt32, id: UInt64) throws -> [UInt8]? {
-        try translatingErrors { try tree(entityID).get(id) }
+        try store.translating { try tree(entityID).get(id) }
     }
 
     /// Applies the staged changes (see the type's description) and writes them; then the
@@ -189,10 +189,33 @@ final class GraphTransaction {
         }
     }
 
+    /// The order records are written in, per entity: deletes, then updates, then inserts, so a
+    /// unique value freed by a delete or an update can be taken by an insert of the same save.
+    private func rank(_ key: Key) -> Int {
+        switch overlay[key] {
+        case .deleted?, nil: 0
+        default: inserted.contains(key) ? 2 : 1
+        }
+    }
+
+    /// Inserts a new record — or, when a unique value of it is held by a record another context
+    /// saved since the insert was staged, updates that record instead (upsert). A record with
+    /// relationships is not redirected (references to its new id may have been maintained);
+    /// the tree then refuses the duplicate value.
+    private func insert(_ key: Key, _ bytes: [UInt8], into tree: RecordTreeWriter) throws {
+        transaction.reserve(key.id, for: model.rootID(of: key.entityID))
+        if store.uniqueAttributes[key.entityID] != nil, model.relationships(of: key.entityID).isEmpty,
+           let existing = try transaction.uniqueMatch(entityID: key.entityID, schemaVersion: store.binding.versionID, bytes: bytes) {
+            _ = try tree.update(existing, bytes: bytes)
+        } else {
+            try tree.insert(key.id, bytes: bytes)
+        }
+    }
+
     private func write() throws {
         let schemaVersion = store.binding.versionID
-        try translatingErrors {
-            for key in dirty.sorted() {
+        try store.translating {
+            for key in dirty.sorted(by: { ($0.entityID, rank($0), $0.id) < ($1.entityID, rank($1), $1.id) }) {
                 let tree = transaction.tree(for: key.entityID, schemaVersion: schemaVersion)
                 let bytes: [UInt8]
                 switch overlay[key] {
@@ -203,8 +226,7 @@ final class GraphTransaction {
                 case .fields(let values)?: bytes = RecordCodec.encode(values)
                 }
                 if inserted.contains(key) {
-                    transaction.reserve(key.id, for: model.rootID(of: key.entityID))
-                    try tree.insert(key.id, bytes: bytes)
+                    try insert(key, bytes, into: tree)
                 } else if try !tree.update(key.id, bytes: bytes) {
                     throw StrataError.recordNotFound("\(describe(key)) (deleted by another context)")
                 }
@@ -215,13 +237,13 @@ final class GraphTransaction {
     /// Writes the staged upserts as they are, in key order.
     private func writeUpserts() throws {
         let schemaVersion = store.binding.versionID
-        try translatingErrors {
-            for upsert in upserts.sorted(by: { $0.key < $1.key }) {
+        try store.translating {
+            // Per entity, updates before inserts (see `rank`).
+            for upsert in upserts.sorted(by: { ($0.key.entityID, $0.isNew ? 1 : 0, $0.key.id) < ($1.key.entityID, $1.isNew ? 1 : 0, $1.key.id) }) {
                 let key = upsert.key
                 let tree = transaction.tree(for: key.entityID, schemaVersion: schemaVersion)
                 if upsert.isNew {
-                    transaction.reserve(key.id, for: model.rootID(of: key.entityID))
-                    try tree.insert(key.id, bytes: upsert.bytes)
+                    try insert(key, upsert.bytes, into: tree)
                 } else if try !tree.update(key.id, bytes: upsert.bytes) {
                     throw StrataError.recordNotFound("\(describe(key)) (deleted by another context)")
                 }

@@ -15,7 +15,7 @@ extension Store {
     ///
     /// - Throws: what `body` throws; storage errors; `.recordCoding`, `.unknownEntity`.
     public func write<T>(_ body: (WriteTransaction) throws -> T) throws -> T {
-        try translatingErrors {
+        try translating {
             try records.write(durability: configuration.durability.pageLogDurability) { transaction in
                 try body(WriteTransaction(store: self, transaction: transaction))
             }
@@ -32,22 +32,33 @@ extension Store {
             graph = GraphTransaction(store: store, transaction: transaction)
         }
 
-        /// Inserts a record and returns its identifier.
-        /// - Throws: `StrataError.abstractEntity`, `.danglingReference`, `.recordCoding`,
-        ///   `.unknownEntity`, storage errors.
+        /// Inserts a record and returns its identifier. When a unique attribute of the record
+        /// (non-null) holds the value an existing record holds, that record is updated with the
+        /// new values instead and its identifier returned (an upsert, as SwiftData does).
+        /// - Throws: `StrataError.uniqueConstraintViolation` when the record's unique values
+        ///   match two different records (nothing is changed); `.abstractEntity`,
+        ///   `.danglingReference`, `.recordCoding`, `.unknownEntity`, storage errors.
         @discardableResult
         public func insert<Record: PersistentRecord>(_ record: Record) throws -> RecordID<Record> {
             let (entityID, bytes) = try store.encode(record)
             try store.checkInsertable(entityID)
+            if let existing = try store.translating({
+                try graph.transaction.uniqueMatch(entityID: entityID, schemaVersion: store.binding.versionID, bytes: bytes)
+            }) {
+                graph.stageUpsert(entityID: entityID, id: existing, bytes: bytes, isNew: false)
+                try store.translating { try graph.commit() }
+                return RecordID(rawValue: existing)
+            }
             let id = store.allocateID(for: entityID)
             graph.stageUpsert(entityID: entityID, id: id, bytes: bytes, isNew: true)
-            try graph.commit()
+            try store.translating { try graph.commit() }
             return RecordID(rawValue: id)
         }
 
         /// Replaces an existing record (of the type's entity or a sub-entity, which keeps its
         /// own properties' values).
-        /// - Throws: `StrataError.recordNotFound` when there is none; `.danglingReference`,
+        /// - Throws: `StrataError.recordNotFound` when there is none; `.uniqueConstraintViolation`
+        ///   when another record holds one of its new unique values; `.danglingReference`,
         ///   `.requiredRelationship`, `.recordCoding`, storage errors.
         public func update<Record: PersistentRecord>(_ id: RecordID<Record>, to record: Record) throws {
             var (entityID, bytes) = try store.encode(record)
@@ -59,7 +70,7 @@ extension Store {
                 entityID = concreteID
             }
             graph.stageUpsert(entityID: entityID, id: id.rawValue, bytes: bytes, isNew: false)
-            try graph.commit()
+            try store.translating { try graph.commit() }
         }
 
         /// Deletes a record, running delete rules; returns false when there was none.
@@ -68,7 +79,7 @@ extension Store {
         public func delete<Record: PersistentRecord>(_ id: RecordID<Record>) throws -> Bool {
             guard let entityID = try graph.locate(entityID: try store.entityID(of: Record.self), id: id.rawValue) else { return false }
             graph.stageDelete(entityID: entityID, id: id.rawValue)
-            try graph.commit()
+            try store.translating { try graph.commit() }
             return true
         }
 

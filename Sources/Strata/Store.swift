@@ -39,6 +39,9 @@ public final class Store: Sendable {
     let binding: SchemaBinding
     /// The bound entities' inheritance families and relationships.
     let model: EntityModel
+    /// Per entity id, its unique attributes and the key of records lacking a value; fixed at
+    /// open (only binding changes indexes, and only one instance writes a store).
+    let uniqueAttributes: [UInt32: [(attributeID: UInt32, defaultKey: [UInt8])]]
     /// Next identifier to hand out per root entity id (ids are reserved in memory at insert,
     /// made durable by the save that uses them; a hierarchy shares its root's counter).
     private let nextIDs: Mutex<[UInt32: UInt64]>
@@ -58,15 +61,21 @@ public final class Store: Sendable {
         do {
             binding = try translatingErrors { try records.bind(schema) }
             model = EntityModel(version: binding.version)
-            let root = try translatingErrors { try records.snapshot().root }
+            let snapshot = try translatingErrors { try records.snapshot() }
             // A hierarchy's ids come from its root's counter: start it above every counter of
             // the hierarchy (sub-entities of stores written before kept their own).
             var nextIDs: [UInt32: UInt64] = [:]
-            for (entityID, entity) in root.entities {
+            for (entityID, entity) in snapshot.root.entities {
                 let rootID = model.rootID(of: entityID)
                 nextIDs[rootID] = max(nextIDs[rootID] ?? 1, entity.nextRowID)
             }
             self.nextIDs = Mutex(nextIDs)
+            var uniques: [UInt32: [(attributeID: UInt32, defaultKey: [UInt8])]] = [:]
+            for entityID in Set(snapshot.root.indexes.keys.map(\.entityID)) {
+                let attributes = snapshot.uniqueAttributes(of: entityID)
+                if !attributes.isEmpty { uniques[entityID] = attributes }
+            }
+            uniqueAttributes = uniques
         } catch {
             try? records.log.close()
             throw error
@@ -115,6 +124,21 @@ public final class Store: Sendable {
     /// - Throws: `StrataError.unknownEntity`.
     func condition<Record: PersistentRecord>(for predicate: Predicate<Record>) throws -> RecordCondition {
         do { return try binding.condition(for: predicate) } catch { throw StrataError.unknownEntity(Record.entityName) }
+    }
+
+    /// Runs `body`, turning lower layers' errors into `StrataError`, with entity and attribute
+    /// names in unique constraint violations.
+    func translating<T>(_ body: () throws -> T) throws -> T {
+        try translatingErrors {
+            do { return try body() } catch let RecordTreeError.uniqueConstraintViolation(entityID, attributeID, _, existingID) {
+                throw uniqueViolation(entityID: entityID, attributeID: attributeID, existing: "record \(existingID)")
+            }
+        }
+    }
+
+    func uniqueViolation(entityID: UInt32, attributeID: UInt32, existing: String) -> StrataError {
+        let names = binding.names(entityID: entityID, attributeID: attributeID)
+        return .uniqueConstraintViolation(entity: names.entity, attribute: names.attribute, existing: existing)
     }
 
     /// A new identifier for a record of `entityID`, unique in its inheritance hierarchy.

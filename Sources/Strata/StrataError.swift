@@ -49,6 +49,12 @@ public enum StrataError: Error, Sendable, Equatable, CustomStringConvertible {
     case requiredRelationship(record: String, relationship: String)
     /// Records of an abstract entity cannot be inserted, only records of its sub-entities.
     case abstractEntity(String)
+    /// A change would give two records one value of a unique attribute, and no single record
+    /// can be updated instead: an update repeating another record's value, an insert whose
+    /// unique attributes match two different records, or a schema making an attribute unique
+    /// whose values already repeat. Nothing of the save, write or open was stored.
+    /// `existing` names the record (or records) already holding the value.
+    case uniqueConstraintViolation(entity: String, attribute: String, existing: String)
 
     /// Whether the device or quota was full (`ENOSPC` or `EDQUOT` on Linux).
     public var isOutOfSpace: Bool {
@@ -84,6 +90,8 @@ public enum StrataError: Error, Sendable, Equatable, CustomStringConvertible {
         case .requiredRelationship(let record, let relationship):
             "\(record).\(relationship) is required but would refer to no record"
         case .abstractEntity(let name): "\(name) is abstract: insert records of its sub-entities instead"
+        case .uniqueConstraintViolation(let entity, let attribute, let existing):
+            "\(entity).\(attribute) is unique, and \(existing) already holds the value"
         }
     }
 
@@ -96,6 +104,8 @@ public enum StrataError: Error, Sendable, Equatable, CustomStringConvertible {
         case .schemaMismatch(let stored, let current, let differences):
             self = .schemaMismatch(stored: stored, current: current,
                                    differences: differences.map { ($0.isLightweight ? "" : "[needs migration] ") + $0.description })
+        case .uniqueConstraintViolation(let entity, let attribute, let recordID, let existingID):
+            self = .uniqueConstraintViolation(entity: entity, attribute: attribute, existing: "records \(existingID) and \(recordID)")
         }
     }
 
@@ -104,6 +114,12 @@ public enum StrataError: Error, Sendable, Equatable, CustomStringConvertible {
         case .duplicateID(let id): self = .duplicateRecordID(id)
         case .corruptNode(let pageID, let reason): self = .corruption(file: "page \(pageID)", offset: 0, reason: reason)
         case .missingPage(let pageID): self = .corruption(file: "page \(pageID)", offset: 0, reason: "a record tree page is missing")
+        case .invalidIndexEntry: self = .recordCoding(reason: error.description)
+        case .uniqueConstraintViolation(let entityID, let attributeID, _, let existingID):
+            self = .uniqueConstraintViolation(entity: "#\(entityID)", attribute: "#\(attributeID)", existing: "record \(existingID)")
+        case .noIndex: self = .invalidSchema(reason: error.description)
+        case .invalidRecord(let entityID, let recordID, let reason):
+            self = .corruption(file: "record \(recordID) of entity \(entityID)", offset: 0, reason: reason)
         }
     }
 

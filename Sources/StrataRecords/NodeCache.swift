@@ -2,9 +2,15 @@ import Synchronization
 import StrataFormat
 import StrataPageLog
 
+/// A page image the cache keeps: verified and decoded once, then shared by every reader.
+protocol CachedPage: AnyObject, Sendable {
+    /// The page's size, counted against the cache's budget.
+    var byteCount: Int { get }
+}
+
 /// A node page read from the log, verified once (checksum by the page log, structure here)
 /// and then shared by every reader.
-package final class CachedNode: Sendable {
+package final class CachedNode: CachedPage {
     let bytes: [UInt8]
     let kind: NodeKind
     let count: Int
@@ -25,6 +31,8 @@ package final class CachedNode: Sendable {
         }
         self.bytes = bytes
     }
+
+    var byteCount: Int { bytes.count }
 }
 
 /// Verified node pages shared by all readers of a store, keyed by page id and the LSN of the
@@ -46,8 +54,8 @@ package final class NodeCache: Sendable {
     }
 
     private struct State {
-        var young: [Key: CachedNode] = [:]
-        var old: [Key: CachedNode] = [:]
+        var young: [Key: any CachedPage] = [:]
+        var old: [Key: any CachedPage] = [:]
         var youngBytes = 0
     }
 
@@ -61,45 +69,48 @@ package final class NodeCache: Sendable {
     /// cached only when `admit` says so (scans admit interior nodes only, so one pass over a
     /// large tree does not evict what point lookups use).
     func node(_ pageID: UInt64, in snapshot: Snapshot, admit: (CachedNode) -> Bool = { _ in true }) throws -> CachedNode {
-        if let node = try cachedNode(pageID, in: snapshot) { return node }
+        try page(pageID, in: snapshot, make: { try CachedNode(pageID: pageID, bytes: $0) }, admit: admit)
+    }
+
+    /// The page at `pageID` as `T`, from the cache or read and made by `make` (which verifies
+    /// it). An entry of another type under the same key (a corrupt reference to a page of
+    /// another kind) is made again, so `make` reports it.
+    func page<T: CachedPage>(_ pageID: UInt64, in snapshot: Snapshot, make: ([UInt8]) throws -> T,
+                             admit: (T) -> Bool = { _ in true }) throws -> T {
+        if let node: T = try cached(pageID, in: snapshot) { return node }
         guard let page = try snapshot.read(pageID) else { throw RecordTreeError.missingPage(pageID: pageID) }
-        let node = try CachedNode(pageID: pageID, bytes: page.bytes)
-        if admit(node) {
-            let key = Key(pageID: pageID, lsn: page.lsn)
-            let budget = budget
-            state.withLock { Self.insert(node, key, into: &$0, budget: budget) }
-        }
+        let node = try make(page.bytes)
+        if admit(node) { insert(node, pageID: pageID, lsn: page.lsn) }
         return node
     }
 
-    /// The node at `pageID` in `snapshot` when it is cached, else nil.
+    /// The page at `pageID` in `snapshot` when it is cached as a `T`, else nil.
     /// - Throws: `RecordTreeError.missingPage` when the snapshot has no such page.
-    func cachedNode(_ pageID: UInt64, in snapshot: Snapshot) throws -> CachedNode? {
+    func cached<T: CachedPage>(_ pageID: UInt64, in snapshot: Snapshot) throws -> T? {
         let location = snapshot.location(of: pageID)
         guard !location.isNone else { throw RecordTreeError.missingPage(pageID: pageID) }
         let key = Key(pageID: pageID, lsn: location.lsn)
         let budget = budget
-        return state.withLock { state -> CachedNode? in
+        let entry = state.withLock { state -> (any CachedPage)? in
             if let node = state.young[key] { return node }
             guard let node = state.old.removeValue(forKey: key) else { return nil }
             Self.insert(node, key, into: &state, budget: budget)
             return node
         }
+        // An exact type check, then a cast that costs nothing (the types are final classes).
+        guard let entry, ObjectIdentifier(type(of: entry)) == ObjectIdentifier(T.self) else { return nil }
+        return unsafeDowncast(entry, to: T.self)
     }
 
-    /// Verifies the node page `bytes`, read at `pageID` in `snapshot`, and caches it.
-    /// - Throws: `RecordTreeError.corruptNode`.
-    func admit(_ pageID: UInt64, bytes: [UInt8], in snapshot: Snapshot) throws -> CachedNode {
-        let node = try CachedNode(pageID: pageID, bytes: bytes)
-        let key = Key(pageID: pageID, lsn: snapshot.location(of: pageID).lsn)
+    /// Caches `node`, the verified image of `pageID` written at `lsn`.
+    func insert(_ node: any CachedPage, pageID: UInt64, lsn: UInt64) {
         let budget = budget
-        state.withLock { Self.insert(node, key, into: &$0, budget: budget) }
-        return node
+        state.withLock { Self.insert(node, Key(pageID: pageID, lsn: lsn), into: &$0, budget: budget) }
     }
 
-    private static func insert(_ node: CachedNode, _ key: Key, into state: inout State, budget: Int) {
+    private static func insert(_ node: any CachedPage, _ key: Key, into state: inout State, budget: Int) {
         guard state.young.updateValue(node, forKey: key) == nil else { return }
-        state.youngBytes += node.bytes.count
+        state.youngBytes += node.byteCount
         if state.youngBytes > budget / 2 {
             state.old = state.young
             state.young = [:]

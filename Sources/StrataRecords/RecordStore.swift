@@ -75,6 +75,7 @@ package final class RecordTransaction {
     let options: RecordTreeOptions
     private(set) var root: StoreRoot
     private var trees: [UInt32: RecordTreeWriter] = [:]
+    private var indexWriters: [StoreRoot.IndexID: IndexTreeWriter] = [:]
     private var rootChanged = false
 
     init(transaction: WriteTransaction, root: StoreRoot, options: RecordTreeOptions) {
@@ -90,7 +91,39 @@ package final class RecordTransaction {
         let tree = RecordTreeWriter(transaction: transaction, root: root.entities[entityID]?.tree ?? .empty, entityID: entityID,
                                     schemaVersion: schemaVersion, options: options)
         trees[entityID] = tree
+        attachIndexes(of: entityID)
         return tree
+    }
+
+    /// The writer of an existing index.
+    func indexWriter(_ id: StoreRoot.IndexID, schemaVersion: UInt32) -> IndexTreeWriter {
+        if let writer = indexWriters[id] { return writer }
+        let writer = IndexTreeWriter(transaction: transaction, root: root.indexes[id]?.tree ?? .empty, entityID: id.entityID,
+                                     schemaVersion: schemaVersion, options: options)
+        indexWriters[id] = writer
+        return writer
+    }
+
+    func addIndex(_ id: StoreRoot.IndexID, _ index: StoreRoot.Index) {
+        root.indexes[id] = index
+        rootChanged = true
+    }
+
+    func forgetIndex(_ id: StoreRoot.IndexID) {
+        root.indexes[id] = nil
+        indexWriters[id] = nil
+        rootChanged = true
+    }
+
+    /// Gives the entity's record tree (if open) its current indexes.
+    func attachIndexes(of entityID: UInt32) {
+        guard let tree = trees[entityID] else { return }
+        let members = root.indexes(of: entityID).map { attributeID, index in
+            EntityIndexes.Member(attributeID: attributeID, index: index,
+                                 writer: indexWriter(StoreRoot.IndexID(entityID: entityID, attributeID: attributeID),
+                                                     schemaVersion: tree.schemaVersion))
+        }
+        tree.indexes = members.isEmpty ? nil : EntityIndexes(entityID: entityID, members: members)
     }
 
     /// Hands out the next record id of an entity. The id of a committed record, even a deleted
@@ -138,6 +171,23 @@ package final class RecordTransaction {
                 entity.tree = treeRoot
                 root.entities[entityID] = entity
                 rootChanged = true
+            }
+        }
+        for (id, writer) in indexWriters.sorted(by: { $0.key < $1.key }) {
+            let treeRoot = try writer.finish()
+            guard var index = root.indexes[id] else { continue }
+            if index.tree != treeRoot {
+                index.tree = treeRoot
+                root.indexes[id] = index
+                rootChanged = true
+            }
+        }
+        // Invariant 19, checked before anything commits: one entry per record.
+        for (id, index) in root.indexes {
+            let records = root.entities[id.entityID]?.tree.count ?? 0
+            guard index.tree.count == records else {
+                throw RecordTreeError.corruptNode(pageID: index.tree.rootPageID, reason:
+                    "index (\(id.entityID), \(id.attributeID)) would hold \(index.tree.count) entries for \(records) records")
             }
         }
         if rootChanged { try transaction.write(StoreRoot.pageID, bytes: root.encoded()) }

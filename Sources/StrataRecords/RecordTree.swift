@@ -42,12 +42,26 @@ package enum RecordTreeError: Error, Equatable, Sendable, CustomStringConvertibl
     case corruptNode(pageID: UInt64, reason: String)
     /// A page the tree refers to does not exist.
     case missingPage(pageID: UInt64)
+    /// An index entry outside 9…520 bytes (a caller's error: entries come from `IndexKey.entry`).
+    case invalidIndexEntry(length: Int)
+    /// Record `recordID` of the entity holds the value that existing record `existingID` holds
+    /// in a unique attribute (nothing of the change was applied).
+    case uniqueConstraintViolation(entityID: UInt32, attributeID: UInt32, recordID: UInt64, existingID: UInt64)
+    /// The entity has no index on the attribute.
+    case noIndex(entityID: UInt32, attributeID: UInt32)
+    /// Record bytes that are not a valid record, met while maintaining an index.
+    case invalidRecord(entityID: UInt32, recordID: UInt64, reason: String)
 
     package var description: String {
         switch self {
         case .duplicateID(let id): "a record with id \(id) already exists"
         case .corruptNode(let pageID, let reason): "record tree page \(pageID) is corrupt: \(reason)"
         case .missingPage(let pageID): "record tree page \(pageID) is missing"
+        case .invalidIndexEntry(let length): "an index entry of \(length) bytes is not 9 to 520 bytes long"
+        case .uniqueConstraintViolation(let entityID, let attributeID, let recordID, let existingID):
+            "record \(recordID) of entity \(entityID) would repeat record \(existingID)'s value of unique attribute \(attributeID)"
+        case .noIndex(let entityID, let attributeID): "entity \(entityID) has no index on attribute \(attributeID)"
+        case .invalidRecord(let entityID, let recordID, let reason): "record \(recordID) of entity \(entityID) is invalid: \(reason)"
         }
     }
 }

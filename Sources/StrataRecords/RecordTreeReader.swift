@@ -100,7 +100,7 @@ package struct RecordTreeReader: Sendable {
                 stack.append((top.pageID, next + 1))
                 stack.append((node.bytes.withUnsafeBytes { Self.child($0, next) }, -1))
             }
-            if let node = try cache.cachedNode(top.pageID, in: snapshot) {
+            if let node: CachedNode = try cache.cached(top.pageID, in: snapshot) {
                 switch node.kind {
                 case .interior: interior(node)
                 case .leaf: if try !node.bytes.withUnsafeBytes({ try leaf($0, count: node.count) }) { return }
@@ -109,7 +109,9 @@ package struct RecordTreeReader: Sendable {
             }
             let proceed = try pages.withPage(top.pageID) { raw -> Bool in
                 guard raw.first == NodeKind.leaf.rawValue else {
-                    interior(try cache.admit(top.pageID, bytes: Array(raw), in: snapshot))
+                    let node = try CachedNode(pageID: top.pageID, bytes: Array(raw))
+                    cache.insert(node, pageID: top.pageID, lsn: snapshot.location(of: top.pageID).lsn)
+                    interior(node)
                     return true
                 }
                 let count: Int

@@ -22,6 +22,8 @@ package final class RecordTreeWriter {
     let schemaVersion: UInt32
     let options: RecordTreeOptions
     private(set) var root: RecordTreeRoot
+    /// The entity's indexes, kept in step with every change (set by `RecordTransaction`).
+    var indexes: EntityIndexes?
     private var dirty: [UInt64: Node] = [:]
     private var clean: [UInt64: Node] = [:]
     private var dirtyBytes = 0
@@ -70,6 +72,10 @@ package final class RecordTreeWriter {
     @discardableResult
     package func delete(_ id: UInt64) throws -> Bool {
         guard root.rootPageID != 0 else { return false }
+        if let indexes {
+            guard let old = try get(id) else { return false }
+            try indexes.replace(id, old: old, new: nil, records: self)
+        }
         var (path, leafID, leaf) = try findLeaf(id)
         let (found, index) = leaf.node.search(id)
         guard found else { return false }
@@ -105,6 +111,30 @@ package final class RecordTreeWriter {
         return true
     }
 
+    /// Calls `body` with every record (id and bytes) in id order from `start`, until it returns
+    /// false. `body` must not change this tree.
+    package func scan(from start: UInt64 = 0, _ body: (UInt64, [UInt8]) throws -> Bool) throws {
+        guard root.rootPageID != 0 else { return }
+        var stack: [(pageID: UInt64, next: Int)] = [(root.rootPageID, -1)]
+        while let top = stack.popLast() {
+            guard stack.count < 64 else { throw RecordTreeError.corruptNode(pageID: top.pageID, reason: "tree deeper than 64 levels") }
+            switch try load(top.pageID) {
+            case .interior(let interior):
+                let next = top.next >= 0 ? top.next : interior.node.childIndex(for: start)
+                guard next < interior.node.count else { continue }
+                stack.append((top.pageID, next + 1))
+                stack.append((interior.node.children[next], -1))
+            case .leaf(let leaf):
+                let node = leaf.node
+                var index = node.search(start).index
+                while index < node.count {
+                    if try !body(node.ids[index], try materialize(node, index)) { return }
+                    index += 1
+                }
+            }
+        }
+    }
+
     /// Writes every modified node and returns the tree's new root.
     package func finish() throws -> RecordTreeRoot {
         try writeDirtyNodes()
@@ -114,6 +144,13 @@ package final class RecordTreeWriter {
     // MARK: Insertion
 
     private func put(_ id: UInt64, bytes: [UInt8], mustExist: Bool, mustNotExist: Bool) throws -> Bool {
+        if let indexes {
+            // Indexes first: a unique violation throws before the tree changes.
+            let old = try get(id)
+            if old == nil && mustExist { return false }
+            if old != nil && mustNotExist { throw RecordTreeError.duplicateID(id) }
+            try indexes.replace(id, old: old, new: bytes, records: self)
+        }
         let (stored, overflow) = try storedForm(bytes)
         if root.rootPageID == 0 {
             if mustExist { try freeStored(stored, overflow); return false }

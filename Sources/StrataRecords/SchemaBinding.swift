@@ -23,6 +23,9 @@ package enum SchemaBindingError: Error, Equatable, Sendable, CustomStringConvert
     /// The schema differs from the store's in ways that need a migration plan; lists every
     /// difference, those that are not lightweight first.
     case schemaMismatch(stored: String, current: String, differences: [SchemaDifference])
+    /// An attribute becomes unique (or gains a default as a unique attribute) but two records
+    /// already hold one value of it; nothing was stored.
+    case uniqueConstraintViolation(entity: String, attribute: String, recordID: UInt64, existingID: UInt64)
 
     package var description: String {
         switch self {
@@ -33,6 +36,8 @@ package enum SchemaBindingError: Error, Equatable, Sendable, CustomStringConvert
         case .schemaMismatch(let stored, let current, let differences):
             "the store's schema (version \(stored)) differs from the app's (version \(current)) in ways that need a migration plan: "
                 + differences.map { ($0.isLightweight ? "" : "[needs migration] ") + $0.description }.joined(separator: "; ")
+        case .uniqueConstraintViolation(let entity, let attribute, let recordID, let existingID):
+            "\(entity).\(attribute) cannot become unique: records \(existingID) and \(recordID) hold the same value"
         }
     }
 }
@@ -69,6 +74,17 @@ package struct SchemaBinding: Sendable {
     package func entityID(of name: String) throws -> UInt32 {
         guard let id = entityIDs[name] else { throw SchemaBindingError.unknownEntity(name) }
         return id
+    }
+
+    /// The id of an attribute (inherited ones included) of an entity, or nil.
+    package func attributeID(named name: String, ofEntity entityID: UInt32) -> UInt32? {
+        layouts[entityID]?.attributeIDs[name]
+    }
+
+    /// The names of an entity and one of its attributes, for messages ("#id" when unknown).
+    package func names(entityID: UInt32, attributeID: UInt32) -> (entity: String, attribute: String) {
+        (version.entity(id: entityID)?.name ?? "#\(entityID)",
+         version.resolvedAttributes(ofEntity: entityID).first { $0.id == attributeID }?.name ?? "#\(attributeID)")
     }
 
     /// The entity id of a record type.
@@ -125,11 +141,18 @@ package struct SchemaBinding: Sendable {
 
 extension RecordStore {
     /// Binds `schema` to the store: decodes the stored catalog, registers the schema (a new
-    /// catalog version only when its shape is new to the catalog) and stores the catalog if it
-    /// changed — in one durable transaction. Costs the same whatever the store's size.
+    /// catalog version only when its shape is new to the catalog), stores the catalog if it
+    /// changed and makes the store's indexes those the schema declares — in one durable
+    /// transaction. Costs the same whatever the store's size, except that an index the store
+    /// lacks (an attribute newly indexed or unique, or whose default changed) is built here from
+    /// every record of its entity, and one no longer declared is dropped.
+    ///
+    /// A new unique constraint on an existing attribute is accepted when the records already
+    /// satisfy it (building its index checks them).
     ///
     /// - Throws: `SchemaBindingError.schemaMismatch` (storing nothing) when the schema differs
-    ///   from the store's newest version in a way that is not lightweight; `.corruptCatalog`;
+    ///   from the store's newest version in a way that is not lightweight; `.uniqueConstraintViolation`
+    ///   (storing nothing) when records repeat a value of a unique attribute; `.corruptCatalog`;
     ///   `.registration` for an invalid schema.
     package func bind(_ schema: Schema) throws -> SchemaBinding {
         try write { records in
@@ -148,13 +171,23 @@ extension RecordStore {
             }
             if let previous = catalog.latest, previous.id != version.id {
                 let differences = version.differences(from: previous)
-                if differences.contains(where: { !$0.isLightweight }) {
+                func blocks(_ difference: SchemaDifference) -> Bool {
+                    if case .uniqueAdded = difference.change { return false }  // checked by the index build
+                    return !difference.isLightweight
+                }
+                if differences.contains(where: blocks) {
                     throw SchemaBindingError.schemaMismatch(
                         stored: "\(previous.schemaVersion)", current: "\(version.schemaVersion)",
                         differences: differences.filter { !$0.isLightweight } + differences.filter(\.isLightweight))
                 }
             }
             if registered.catalog != catalog { try records.setCatalog(registered.catalog.encoded()) }
+            do { try records.reconcileIndexes(with: version) } catch let RecordTreeError.uniqueConstraintViolation(entityID, attributeID, recordID, existingID) {
+                throw SchemaBindingError.uniqueConstraintViolation(
+                    entity: version.entity(id: entityID)?.name ?? "#\(entityID)",
+                    attribute: version.resolvedAttributes(ofEntity: entityID).first { $0.id == attributeID }?.name ?? "#\(attributeID)",
+                    recordID: recordID, existingID: existingID)
+            }
             return SchemaBinding(catalog: registered.catalog, versionID: registered.versionID, version: version)
         }
     }

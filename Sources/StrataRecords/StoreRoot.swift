@@ -1,13 +1,20 @@
 import StrataFormat
 
 /// The record layer's root, kept in fixed page 0 of the page log (Docs/FileFormat.md,
-/// "Store root"): where the schema catalog is and where each entity's record tree is.
+/// "Store root"): where the schema catalog is, where each entity's record tree is and, from
+/// version 2, where each index tree is.
 ///
 /// ```
-/// store-root := "SROT" version:u16 reserved:u16 catalogPage:u64 entityCount:u32 reserved:u32
-///               entity*                       ; ascending entity id
+/// store-root := "SROT" version:u16 reserved:u16 catalogPage:u64 entityCount:u32 indexCount:u32
+///               entity{entityCount}               ; ascending entity id
+///               index{indexCount}                 ; ascending (entity id, attribute id); version 2 only
 /// entity     := entityID:u32 reserved:u32 rootPage:u64 count:u64 nextRowID:u64   ; 32 bytes
+/// index      := entityID:u32 attributeID:u32 rootPage:u64 count:u64 flags:u32 defaultLength:u32
+///               defaultKey:byte{defaultLength}
 /// ```
+///
+/// Version 1 is written while there is no index (so such stores stay readable by older
+/// readers), version 2 otherwise; in version 1 `indexCount` is reserved and must be 0.
 package struct StoreRoot: Equatable, Sendable {
     /// Fixed page id of the store root.
     package static let pageID: UInt64 = 0
@@ -29,26 +36,79 @@ package struct StoreRoot: Equatable, Sendable {
         }
     }
 
+    /// Which index: an entity and one of its (resolved) attribute ids.
+    package struct IndexID: Hashable, Comparable, Sendable {
+        package var entityID: UInt32
+        package var attributeID: UInt32
+
+        package init(entityID: UInt32, attributeID: UInt32) {
+            self.entityID = entityID
+            self.attributeID = attributeID
+        }
+
+        package static func < (a: IndexID, b: IndexID) -> Bool { (a.entityID, a.attributeID) < (b.entityID, b.attributeID) }
+    }
+
+    /// One index: what it was built for and its tree, holding exactly one entry per record of
+    /// its entity (Architecture.md, invariant 19).
+    package struct Index: Equatable, Sendable {
+        /// Whether the attribute is unique (no two records hold one non-null value).
+        package var isUnique: Bool
+        /// The full `IndexKey` of the attribute's default, the key of records that lack a
+        /// value (`[0]`, the null key, when there is no default). A binding whose default
+        /// differs rebuilds the index.
+        package var defaultKey: [UInt8]
+        /// The tree's root page and entry count.
+        package var tree: RecordTreeRoot
+
+        package init(isUnique: Bool, defaultKey: [UInt8], tree: RecordTreeRoot = .empty) {
+            self.isUnique = isUnique
+            self.defaultKey = defaultKey
+            self.tree = tree
+        }
+
+        /// Whether this index was built for the same definition as `other` (trees aside).
+        package func sameDefinition(as other: Index) -> Bool { isUnique == other.isUnique && defaultKey == other.defaultKey }
+    }
+
+    static let indexFixedSize = 32
+    static let uniqueFlag: UInt32 = 1
+
     /// The first page of the stored schema catalog, 0 when none was stored yet.
     package var catalogPageID: UInt64 = 0
     package var entities: [UInt32: EntityTree] = [:]
+    package var indexes: [IndexID: Index] = [:]
+
+    /// The indexes of one entity, by attribute id ascending.
+    package func indexes(of entityID: UInt32) -> [(attributeID: UInt32, index: Index)] {
+        indexes.filter { $0.key.entityID == entityID }.sorted { $0.key < $1.key }.map { ($0.key.attributeID, $0.value) }
+    }
 
     package init() {}
 
     package func encoded() -> [UInt8] {
-        var writer = ByteWriter(capacity: Self.headerSize + entities.count * Self.entitySize)
+        var writer = ByteWriter(capacity: Self.headerSize + entities.count * Self.entitySize + indexes.count * Self.indexFixedSize)
         writer.append(bytes: Self.magic)
-        writer.append(UInt16(1))
+        writer.append(UInt16(indexes.isEmpty ? 1 : 2))
         writer.append(UInt16(0))
         writer.append(catalogPageID)
         writer.append(UInt32(entities.count))
-        writer.append(UInt32(0))
+        writer.append(UInt32(indexes.count))
         for (id, entity) in entities.sorted(by: { $0.key < $1.key }) {
             writer.append(id)
             writer.append(UInt32(0))
             writer.append(entity.tree.rootPageID)
             writer.append(entity.tree.count)
             writer.append(entity.nextRowID)
+        }
+        for (id, index) in indexes.sorted(by: { $0.key < $1.key }) {
+            writer.append(id.entityID)
+            writer.append(id.attributeID)
+            writer.append(index.tree.rootPageID)
+            writer.append(index.tree.count)
+            writer.append(index.isUnique ? Self.uniqueFlag : 0)
+            writer.append(UInt32(index.defaultKey.count))
+            writer.append(bytes: index.defaultKey)
         }
         return writer.bytes
     }
@@ -58,16 +118,19 @@ package struct StoreRoot: Equatable, Sendable {
             var reader = ByteReader(raw)
             guard try reader.readBytes(4, "magic") == magic else { throw FormatError("bad store root magic", at: 0) }
             let version = try reader.read(UInt16.self, "version")
-            guard version == 1 else {
+            guard version == 1 || version == 2 else {
                 throw FormatError("store root version \(version) is not supported", at: 4, unsupportedVersion: version)
             }
             guard try reader.read(UInt16.self, "reserved") == 0 else { throw FormatError("reserved store root field is not zero", at: 6) }
             var root = StoreRoot()
             root.catalogPageID = try reader.read(UInt64.self, "catalog page")
             let count = Int(try reader.read(UInt32.self, "entity count"))
-            guard try reader.read(UInt32.self, "reserved") == 0 else { throw FormatError("reserved store root field is not zero", at: 20) }
-            guard count <= maximumEntities, reader.remaining == count * entitySize else {
-                throw FormatError("store root of \(count) entities has \(bytes.count) bytes", at: 16)
+            let indexCount = Int(try reader.read(UInt32.self, "index count"))
+            guard version == 2 || indexCount == 0 else { throw FormatError("reserved store root field is not zero", at: 20) }
+            guard version == 1 || indexCount > 0 else { throw FormatError("a version 2 store root without indexes", at: 20) }
+            guard count <= maximumEntities, indexCount <= maximumEntities,
+                  version == 1 ? reader.remaining == count * entitySize : reader.remaining >= count * entitySize + indexCount * indexFixedSize else {
+                throw FormatError("store root of \(count) entities and \(indexCount) indexes has \(bytes.count) bytes", at: 16)
             }
             var previous: UInt32?
             for _ in 0..<count {
@@ -83,6 +146,28 @@ package struct StoreRoot: Equatable, Sendable {
                 }
                 root.entities[id] = EntityTree(tree: tree, nextRowID: next)
             }
+            var previousIndex: IndexID?
+            for _ in 0..<indexCount {
+                let at = reader.position
+                let id = IndexID(entityID: try reader.read(UInt32.self, "index entity id"), attributeID: try reader.read(UInt32.self, "index attribute id"))
+                guard previousIndex.map({ id > $0 }) ?? true else { throw FormatError("index ids do not ascend", at: at) }
+                previousIndex = id
+                let tree = RecordTreeRoot(rootPageID: try reader.read(UInt64.self, "index root page"), count: try reader.read(UInt64.self, "index count"))
+                let flags = try reader.read(UInt32.self, "index flags")
+                guard flags & ~uniqueFlag == 0 else { throw FormatError("unknown index flags \(flags)", at: at + 24) }
+                let defaultLength = Int(try reader.read(UInt32.self, "default key length"))
+                guard defaultLength >= 1, defaultLength <= reader.remaining else {
+                    throw FormatError("default key of \(defaultLength) bytes, \(reader.remaining) left", at: at + 28)
+                }
+                let defaultKey = try reader.readBytes(defaultLength, "default key")
+                // Invariant 19: one entry per record.
+                let records = root.entities[id.entityID]?.tree.count ?? 0
+                guard (tree.rootPageID == 0) == (tree.count == 0), tree.count == records else {
+                    throw FormatError("index (\(id.entityID), \(id.attributeID)) has \(tree.count) entries at root \(tree.rootPageID) for \(records) records", at: at)
+                }
+                root.indexes[id] = Index(isUnique: flags & uniqueFlag != 0, defaultKey: defaultKey, tree: tree)
+            }
+            guard reader.remaining == 0 else { throw FormatError("\(reader.remaining) bytes after the store root's last index", at: reader.position) }
             return root
         }
     }

@@ -1,0 +1,75 @@
+import Testing
+import StrataFormat
+import StrataRecords
+import StrataSchema
+
+/// The store root's two versions, byte for byte (Docs/FileFormat.md, "Store root" and the
+/// index keys' worked example).
+@Suite struct StoreRootTests {
+    static func hex(_ text: String) -> [UInt8] {
+        let digits = Array(text.filter(\.isHexDigit))
+        return stride(from: 0, to: digits.count, by: 2).map { UInt8(String(digits[$0...$0 + 1]), radix: 16)! }
+    }
+
+    static let version2 = hex("""
+        53524f54 0200 0000 1000000000000000 01000000 01000000
+        01000000 00000000 1100000000000000 0200000000000000 0300000000000000
+        01000000 02000000 1200000000000000 0200000000000000 01000000 01000000 00
+        """)
+
+    static func exampleRoot() -> StoreRoot {
+        var root = StoreRoot()
+        root.catalogPageID = 16
+        root.entities[1] = StoreRoot.EntityTree(tree: RecordTreeRoot(rootPageID: 17, count: 2), nextRowID: 3)
+        root.indexes[StoreRoot.IndexID(entityID: 1, attributeID: 2)] =
+            StoreRoot.Index(isUnique: true, defaultKey: IndexKey.nullKey, tree: RecordTreeRoot(rootPageID: 18, count: 2))
+        return root
+    }
+
+    @Test func theWorkedExamplesBytes() throws {
+        #expect(Self.version2.count == 89)
+        #expect(Self.exampleRoot().encoded() == Self.version2)
+        #expect(try StoreRoot.decode(Self.version2) == Self.exampleRoot())
+        // Without indexes the root is written as version 1, which every reader reads.
+        var withoutIndexes = Self.exampleRoot()
+        withoutIndexes.indexes = [:]
+        let version1 = withoutIndexes.encoded()
+        #expect(Array(version1[4..<6]) == [1, 0] && version1.count == 56)
+        #expect(try StoreRoot.decode(version1) == withoutIndexes)
+        // Keys of the worked example.
+        #expect(IndexKey.encode(.int(5)) == Self.hex("02 8000000000000005"))
+        #expect(IndexKey.encode(.double(1.0)) == Self.hex("03 bff0000000000000"))
+        #expect(IndexKey.encode(.double(-1.0)) == Self.hex("03 400fffffffffffff"))
+        #expect(IndexKey.encode(.string("e\u{301}")) == Self.hex("04 c3a9 0001"))
+        #expect(IndexKey.encode(.data([0, 0x41])) == Self.hex("05 00ff 41 0001"))
+        #expect(IndexKey.entry(IndexKey.encode(.int(5)), id: 3) == Self.hex("02 8000000000000005 0000000000000003"))
+    }
+
+    /// Every field a reader checks: damaged roots are typed errors, never traps.
+    @Test func invalidRootsAreRejected() {
+        func damaged(_ change: (inout [UInt8]) -> Void) -> [UInt8] {
+            var bytes = Self.version2
+            change(&bytes)
+            return bytes
+        }
+        let cases: [(String, [UInt8])] = [
+            ("index count in version 1", damaged { $0[4] = 1 }),
+            ("version 3", damaged { $0[4] = 3 }),
+            ("entry count does not match the records", damaged { $0[72] = 3 }),
+            ("unknown flag", damaged { $0[80] = 3 }),
+            ("default key longer than the bytes", damaged { $0[84] = 2 }),
+            ("empty default key", damaged { $0[84] = 0 }),
+            ("bytes after the last index", damaged { $0.append(0) }),
+            ("cut short", Array(Self.version2.dropLast())),
+            ("root page 0 with entries", damaged { $0[64] = 0 }),
+            ("version 2 without indexes", damaged { $0[20] = 0; $0.removeLast(33) }),
+        ]
+        for (what, bytes) in cases {
+            #expect(throws: FormatError.self, "\(what)") { try StoreRoot.decode(bytes) }
+        }
+        // Every truncation is an error, never a trap.
+        for length in 0..<Self.version2.count {
+            #expect(throws: FormatError.self) { try StoreRoot.decode(Array(Self.version2.prefix(length))) }
+        }
+    }
+}
