@@ -196,13 +196,40 @@ public final class Context {
         let snapshot = try translatingErrors { try store.records.snapshot() }
         for member in family {
             let start = found  // ids ascend within one tree, not across trees
-            try translatingErrors {
-                try snapshot.reader(for: member).scan { id, bytes in
-                    if let wanted, found - start >= wanted { return false }
-                    guard pending.isEmpty || pending[id] == nil else { return true }
-                    let decided = filters ? condition.evaluate(bytes) : nil
-                    if decided != false { try consider(id, bytes, decided: decided) }
-                    return true
+            let reader = snapshot.reader(for: member)
+            // The records an index selects, in id order (as a scan yields them); nil: scan.
+            var candidates: [UInt64]?
+            if filters, let plan = store.indexPlan(for: member, condition: condition, in: snapshot) {
+                let ids = try store.translating { try snapshot.indexedIDs(entityID: member, attributeID: plan.attributeID, range: plan.range) }
+                // Reading most of the records one by one costs more than one scan.
+                if ids.count <= Int(clamping: snapshot.root.entities[member]?.tree.count ?? 0) / 4 { candidates = ids.sorted() }
+            }
+            guard let candidates else {
+                store.fetchPlans.scanned.add(1, ordering: .relaxed)
+                try translatingErrors {
+                    try reader.scan { id, bytes in
+                        if let wanted, found - start >= wanted { return false }
+                        guard pending.isEmpty || pending[id] == nil else { return true }
+                        let decided = filters ? condition.evaluate(bytes) : nil
+                        if decided != false { try consider(id, bytes, decided: decided) }
+                        return true
+                    }
+                }
+                continue
+            }
+            store.fetchPlans.indexed.add(1, ordering: .relaxed)
+            for id in candidates {
+                if let wanted, found - start >= wanted { break }
+                guard pending.isEmpty || pending[id] == nil else { continue }
+                let present = try translatingErrors {
+                    try reader.withRecord(id) { bytes in
+                        let decided = condition.evaluate(bytes)
+                        if decided != false { try consider(id, bytes, decided: decided) }
+                    }
+                }
+                guard present != nil else {
+                    throw StrataError.corruption(file: "index of entity \(member)", offset: 0,
+                                                 reason: "the index names record \(id), which does not exist")
                 }
             }
         }

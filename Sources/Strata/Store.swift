@@ -42,6 +42,8 @@ public final class Store: Sendable {
     /// Per entity id, its unique attributes and the key of records lacking a value; fixed at
     /// open (only binding changes indexes, and only one instance writes a store).
     let uniqueAttributes: [UInt32: [(attributeID: UInt32, defaultKey: [UInt8])]]
+    /// How many fetches read an index, and how many scanned (per entity tree read).
+    let fetchPlans = FetchPlanCounts()
     /// Next identifier to hand out per root entity id (ids are reserved in memory at insert,
     /// made durable by the save that uses them; a hierarchy shares its root's counter).
     private let nextIDs: Mutex<[UInt32: UInt64]>
@@ -169,5 +171,19 @@ public final class Store: Sendable {
         } catch {
             throw StrataError.recordCoding(reason: "a record being updated is corrupt: \(error.reason)")
         }
+    }
+}
+
+/// Counts of the plans fetches used, for tests and diagnostics.
+final class FetchPlanCounts: Sendable {
+    let indexed = Atomic<Int>(0)
+    let scanned = Atomic<Int>(0)
+}
+
+extension Store {
+    /// How many entity trees fetches have read through an index and by a full scan since the
+    /// store was opened (for tests and diagnostics).
+    @_spi(Engine) public var fetchPlanCounts: (indexed: Int, scanned: Int) {
+        (fetchPlans.indexed.load(ordering: .relaxed), fetchPlans.scanned.load(ordering: .relaxed))
     }
 }
