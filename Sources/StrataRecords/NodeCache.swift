@@ -113,7 +113,7 @@ package final class NodeCache: Sendable {
         state.youngBytes += node.byteCount
         if state.youngBytes > budget / 2 {
             state.old = state.young
-            state.young = [:]
+            state.young = Dictionary(minimumCapacity: state.old.count)  // no regrowth while it fills again
             state.youngBytes = 0
         }
     }
