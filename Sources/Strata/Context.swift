@@ -19,7 +19,7 @@ public final class Context {
     /// Who makes the changes; recorded with each save (the history journal will carry it).
     public var author: String?
 
-    private enum Change {
+    private enum Change: Sendable {
         case upsert([UInt8], isNew: Bool)
         case delete
     }
@@ -121,6 +121,28 @@ public final class Context {
     ///   updated here was deleted by another context), storage errors.
     public func save() throws {
         guard hasChanges else { return }
+        try Self.write(changes, to: store)
+        changes.removeAll()
+        pendingUnique.removeAll()
+    }
+
+    /// Writes every change atomically, as ``save()`` does, without blocking the caller's
+    /// thread: the transaction — waiting for another writer and, with `.durable`, for the
+    /// sync — runs on a thread of its own while the calling task is suspended. Runs in the
+    /// caller's isolation (a context on the main actor stays there). A save that has started
+    /// is not cancelled with its task: it completes or fails as a whole.
+    /// - Throws: as ``save()``; on error nothing is saved and the changes stay in the context.
+    nonisolated(nonsending) public func save() async throws {
+        guard hasChanges else { return }
+        let changes = changes, store = store
+        try await store.runOffTheCooperativePool { try Self.write(changes, to: store) }
+        self.changes.removeAll()
+        pendingUnique.removeAll()
+    }
+
+    /// Writes `changes` in one record-store transaction (relationships maintained, unique
+    /// values checked: see ``save()``).
+    private static func write(_ changes: [UInt32: [UInt64: Change]], to store: Store) throws {
         try store.translating {
             try store.records.write(durability: store.configuration.durability.pageLogDurability) { transaction in
                 let graph = GraphTransaction(store: store, transaction: transaction)
@@ -135,8 +157,6 @@ public final class Context {
                 try graph.commit()
             }
         }
-        changes.removeAll()
-        pendingUnique.removeAll()
     }
 
     /// Forgets every unsaved change.
@@ -221,7 +241,7 @@ public final class Context {
             for id in candidates {
                 if let wanted, found - start >= wanted { break }
                 guard pending.isEmpty || pending[id] == nil else { continue }
-                let present = try translatingErrors {
+                let present: Void? = try translatingErrors {
                     try reader.withRecord(id) { bytes in
                         let decided = condition.evaluate(bytes)
                         if decided != false { try consider(id, bytes, decided: decided) }

@@ -37,7 +37,7 @@ public struct RecordSort<Record>: Sendable {
     private let ascending: @Sendable (Record, Record) -> Bool?
 
     /// Sorts by a comparable property.
-    public init<Value: Comparable>(_ keyPath: KeyPath<Record, Value> & Sendable, order: SortOrder = .forward) {
+    public init<Value: Comparable & SendableMetatype>(_ keyPath: KeyPath<Record, Value> & Sendable, order: SortOrder = .forward) {
         self.order = order
         ascending = { a, b in
             let left = a[keyPath: keyPath], right = b[keyPath: keyPath]
@@ -46,7 +46,7 @@ public struct RecordSort<Record>: Sendable {
     }
 
     /// Sorts by an optional comparable property; nil sorts first (forward).
-    public init<Value: Comparable>(_ keyPath: KeyPath<Record, Value?> & Sendable, order: SortOrder = .forward) {
+    public init<Value: Comparable & SendableMetatype>(_ keyPath: KeyPath<Record, Value?> & Sendable, order: SortOrder = .forward) {
         self.order = order
         ascending = { a, b in
             switch (a[keyPath: keyPath], b[keyPath: keyPath]) {

@@ -1,3 +1,4 @@
+import Dispatch
 import StrataRecords
 
 extension Store {
@@ -19,6 +20,35 @@ extension Store {
             try records.write(durability: configuration.durability.pageLogDurability) { transaction in
                 try body(WriteTransaction(store: self, transaction: transaction))
             }
+        }
+    }
+
+    /// Runs `body` as one atomic write transaction, as ``write(_:)-(WriteTransaction)->T`` does,
+    /// without blocking the caller's thread: waiting for another writer, the body and (with
+    /// `.durable`) the sync run on a thread of its own while the calling task is suspended.
+    /// A transaction that has started is not cancelled with its task.
+    /// - Throws: as the synchronous `write`.
+    public func write<T: Sendable>(_ body: @escaping @Sendable (WriteTransaction) throws -> T) async throws -> T {
+        try await runOffTheCooperativePool { try self.write(body) }
+    }
+
+    /// Opens (creating when missing) the store at `path` for `schema`, as
+    /// ``init(at:schema:configuration:)`` does — recovery and binding the schema included —
+    /// on a thread of its own while the calling task is suspended.
+    /// - Throws: as ``init(at:schema:configuration:)``.
+    public static func open(at path: String, schema: Schema, configuration: Configuration = Configuration()) async throws -> Store {
+        try await runOffTheCooperativePool { try Store(at: path, schema: schema, configuration: configuration) }
+    }
+
+    /// Runs blocking work (locks, syncs, file I/O) on a Dispatch thread and resumes the
+    /// calling task with its result, so Swift concurrency's cooperative threads never block.
+    func runOffTheCooperativePool<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+        try await Self.runOffTheCooperativePool(work)
+    }
+
+    static func runOffTheCooperativePool<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            DispatchQueue.global(qos: .userInitiated).async { continuation.resume(with: Result { try work() }) }
         }
     }
 

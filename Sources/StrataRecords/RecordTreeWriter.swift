@@ -143,6 +143,7 @@ package final class RecordTreeWriter {
 
     // MARK: Insertion
 
+    @discardableResult
     private func put(_ id: UInt64, bytes: [UInt8], mustExist: Bool, mustNotExist: Bool) throws -> Bool {
         if let indexes {
             // Indexes first: a unique violation throws before the tree changes.

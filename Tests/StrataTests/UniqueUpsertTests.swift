@@ -142,7 +142,7 @@ struct User: PersistentRecord, Equatable {
                 if Bool.random(using: &random) {
                     try context.insert(user)
                 } else {
-                    try store.write { try $0.insert(user) }
+                    _ = try store.write { try $0.insert(user) }
                     // A context's unsaved insert of the same email still wins at its save.
                     let email = user.email
                     if let pending = try context.fetch(FetchDescriptor<User>(predicate: #Predicate { $0.email == email }))
