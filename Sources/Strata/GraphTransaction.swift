@@ -70,6 +70,15 @@ final class GraphTransaction {
         upserts.append((Key(entityID: entityID, id: id), bytes, isNew))
     }
 
+    /// Inserts record `id` of `entityID` at once, when the entity has no relationships (so
+    /// nothing is maintained and staging would only add work: the bulk-insert path); returns
+    /// false, doing nothing, otherwise.
+    func insertNow(entityID: UInt32, id: UInt64, bytes: [UInt8]) throws -> Bool {
+        guard upserts.isEmpty, deletes.isEmpty, model.relationships(of: entityID).isEmpty else { return false }
+        try insert(Key(entityID: entityID, id: id), bytes, into: tree(entityID))
+        return true
+    }
+
     /// Stages the deletion of record `id` of entity `entityID` (its concrete entity).
     func stageDelete(entityID: UInt32, id: UInt64) {
         deletes.append(Key(entityID: entityID, id: id))

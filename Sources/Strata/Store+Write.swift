@@ -80,8 +80,12 @@ extension Store {
                 return RecordID(rawValue: existing)
             }
             let id = store.allocateID(for: entityID)
-            graph.stageUpsert(entityID: entityID, id: id, bytes: bytes, isNew: true)
-            try store.translating { try graph.commit() }
+            try store.translating {
+                if try !graph.insertNow(entityID: entityID, id: id, bytes: bytes) {
+                    graph.stageUpsert(entityID: entityID, id: id, bytes: bytes, isNew: true)
+                    try graph.commit()
+                }
+            }
             return RecordID(rawValue: id)
         }
 
