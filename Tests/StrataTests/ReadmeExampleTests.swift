@@ -9,6 +9,7 @@ import StrataTestSupport
         var fullName: String
         var createdAt: Date
         var note: String?
+        static let attributeOptions: [String: Attribute.Options] = ["fullName": [.unique]]
     }
 
     @Test func theGettingStartedExampleWorks() throws {
@@ -20,11 +21,13 @@ import StrataTestSupport
         let ada = try context.insert(Person(fullName: "Lovelace, Ada", createdAt: .now, note: nil))
         try context.insert(Person(fullName: "Hopper, Grace", createdAt: .now, note: "COBOL"))
         try context.save()
+        try context.insert(Person(fullName: "Hopper, Grace", createdAt: .now, note: "Navy"))
 
         let noted = try context.fetch(FetchDescriptor<Person>(
             predicate: #Predicate { $0.note != nil },
             sortBy: [RecordSort(\.fullName)]))
-        #expect(noted.map(\.fullName) == ["Hopper, Grace"])
+        #expect(noted.map(\.note) == ["Navy"])
+        #expect(try context.fetchCount(FetchDescriptor<Person>()) == 2)
 
         var updated = try #require(try context.record(for: ada))
         updated.note = "first programmer"
