@@ -226,18 +226,6 @@ public final class Context {
             }
             guard let candidates else {
                 store.fetchPlans.scanned.add(1, ordering: .relaxed)
-                if wanted == nil && pending.isEmpty && filters {
-                    // The common filtered scan: nothing captured mutably on the per-record path.
-                    let condition = condition
-                    try translatingErrors {
-                        try reader.scan { id, bytes in
-                            let decided = condition.evaluate(bytes)
-                            if decided != false { try consider(id, bytes, decided: decided) }
-                            return true
-                        }
-                    }
-                    continue
-                }
                 try translatingErrors {
                     try reader.scan { id, bytes in
                         if let wanted, found - start >= wanted { return false }
