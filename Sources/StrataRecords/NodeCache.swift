@@ -39,31 +39,20 @@ package final class CachedNode: CachedPage {
 /// page image — an image never changes, so an entry is valid for every snapshot whose page
 /// table names that LSN.
 ///
-/// Eviction is by generations, O(1) per access: new entries go to the young generation; a hit
-/// in the old generation moves the entry back to the young one; when the young generation
-/// passes half the budget, the old one is dropped and the young one becomes old. Entries used
-/// within the last half-budget of inserts therefore survive. Thread-safe.
+/// A `ClockTable` under a mutex: O(1) per access, nothing allocated per hit or per eviction;
+/// CLOCK (second chance) eviction keeps pages read again since the hand last passed and lets
+/// pages read once go first. Thread-safe.
 package final class NodeCache: Sendable {
-    private struct Key: Hashable {
-        var pageID: UInt64
-        var lsn: UInt64
+    private typealias Key = ClockTable<any CachedPage>.Key
 
-        /// One word to hash (the hasher's cost is per word): page ids and LSNs are far below
-        /// 2^40, and equal keys always hash equally whatever they are.
-        func hash(into hasher: inout Hasher) { hasher.combine(pageID &* 0x9E37_79B9_7F4A_7C15 ^ lsn) }
-    }
-
-    private struct State {
-        var young: [Key: any CachedPage] = [:]
-        var old: [Key: any CachedPage] = [:]
-        var youngBytes = 0
-    }
-
-    private let state = Mutex(State())
-    /// The most bytes of pages kept (about; the two generations together).
+    private let state: Mutex<ClockTable<any CachedPage>>
+    /// The most bytes of pages kept (about: page images only).
     package let budget: Int
 
-    package init(budget: Int = 32 << 20) { self.budget = budget }
+    package init(budget: Int = 32 << 20) {
+        self.budget = budget
+        state = Mutex(ClockTable(budget: budget))
+    }
 
     /// The node at `pageID` in `snapshot`, from the cache or read and verified; a node read is
     /// cached only when `admit` says so (scans admit interior nodes only, so one pass over a
@@ -90,13 +79,7 @@ package final class NodeCache: Sendable {
         let location = snapshot.location(of: pageID)
         guard !location.isNone else { throw RecordTreeError.missingPage(pageID: pageID) }
         let key = Key(pageID: pageID, lsn: location.lsn)
-        let budget = budget
-        let entry = state.withLock { state -> (any CachedPage)? in
-            if let node = state.young[key] { return node }
-            guard let node = state.old.removeValue(forKey: key) else { return nil }
-            Self.insert(node, key, into: &state, budget: budget)
-            return node
-        }
+        let entry = state.withLock { $0.get(key) }
         // An exact type check, then a cast that costs nothing (the types are final classes).
         guard let entry, ObjectIdentifier(type(of: entry)) == ObjectIdentifier(T.self) else { return nil }
         return unsafeDowncast(entry, to: T.self)
@@ -104,17 +87,7 @@ package final class NodeCache: Sendable {
 
     /// Caches `node`, the verified image of `pageID` written at `lsn`.
     func insert(_ node: any CachedPage, pageID: UInt64, lsn: UInt64) {
-        let budget = budget
-        state.withLock { Self.insert(node, Key(pageID: pageID, lsn: lsn), into: &$0, budget: budget) }
-    }
-
-    private static func insert(_ node: any CachedPage, _ key: Key, into state: inout State, budget: Int) {
-        guard state.young.updateValue(node, forKey: key) == nil else { return }
-        state.youngBytes += node.byteCount
-        if state.youngBytes > budget / 2 {
-            state.old = state.young
-            state.young = Dictionary(minimumCapacity: state.old.count)  // no regrowth while it fills again
-            state.youngBytes = 0
-        }
+        let cost = node.byteCount
+        state.withLock { $0.insert(node, for: Key(pageID: pageID, lsn: lsn), cost: cost) }
     }
 }

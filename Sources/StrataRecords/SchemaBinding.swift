@@ -130,7 +130,7 @@ package struct SchemaBinding: Sendable {
         let entityID = try entityID(for: Record.self)
         let layout = layouts[entityID] ?? RecordLayout(attributes: [])
         do {
-            return try RecordDecoder().decode(type, fields: try RecordCodec.decodeFields(bytes), layout: layout)
+            return try RecordDecoder().decode(type, bytes: bytes, layout: layout)
         } catch let error as FormatError {
             throw SchemaBindingError.recordCoding("a stored \(Record.entityName) record is corrupt: \(error.reason)")
         } catch {

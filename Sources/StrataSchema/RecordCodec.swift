@@ -107,6 +107,34 @@ package enum RecordCodec {
         return fields
     }
 
+    /// Decodes a record straight into the value slots of a layout: for each field whose id is
+    /// `ids[i]`, `slots[i]` is set to its value; fields of other ids are checked and dropped.
+    /// The same checks and errors as ``decodeFields(_:)``, without building the list of fields.
+    ///
+    /// - Parameter ids: ascending attribute ids, `slots.count` of them.
+    static func decodeFields(_ buffer: UnsafeRawBufferPointer, ids: [UInt32], into slots: inout [Value]) throws(FormatError) {
+        var reader = RecordFieldReader(buffer)
+        let count = try reader.readHeader()
+        var previous: UInt32?
+        var holdsReferences = false
+        var position = 0
+        for _ in 0..<count {
+            let id = try reader.readAttributeID(after: previous)
+            let value = try reader.readFieldValue(id: id)
+            if case .references = value { holdsReferences = true }
+            // Both ascending by id: one merge walk.
+            while position < ids.count && ids[position] < id { position += 1 }
+            if position < ids.count && ids[position] == id { slots[position] = value }
+            previous = id
+        }
+        guard reader.remaining == 0 else {
+            throw FormatError("\(reader.remaining) bytes after the last field of the record", at: reader.position)
+        }
+        guard holdsReferences || reader.format < referencesFormat else {
+            throw FormatError("a record of format \(reader.format) holds no references; it must be written in format \(baseFormat)", at: 0)
+        }
+    }
+
     /// Decodes every value of a record held in an array as fields; see the buffer variant.
     package static func decodeFields(_ bytes: [UInt8]) throws(FormatError) -> [(id: UInt32, value: Value)] {
         // Typed all the way: a generic `decodingFormat` wrapper here was merged with `decode`'s

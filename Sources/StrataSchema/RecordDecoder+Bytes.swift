@@ -34,6 +34,25 @@ extension RecordDecoder {
             if position == ids.count { break }
             if ids[position] == field.id { slots[position] = field.value }
         }
+        return try decode(type, slots: slots, layout: layout)
+    }
+
+    /// A record from its stored bytes, named through `layout` as ``decode(_:fields:layout:)``
+    /// names fields, decoded straight into the layout's value slots (no list of fields).
+    ///
+    /// - Throws: `FormatError` for bytes that are not a valid record (as
+    ///   `RecordCodec.decodeFields`); `RecordCodingError` as ``decode(_:from:)``.
+    package func decode<Record: PersistentRecord>(_ type: Record.Type, bytes: UnsafeRawBufferPointer, layout: RecordLayout) throws -> Record {
+        var slots = layout.defaults
+        try RecordCodec.decodeFields(bytes, ids: layout.ids, into: &slots)
+        return try decode(type, slots: slots, layout: layout)
+    }
+
+    /// A record from the values of `layout`'s attributes (catalog defaults already in place).
+    private func decode<Record: PersistentRecord>(_ type: Record.Type, slots: [Value],
+                                                  layout: RecordLayout) throws(RecordCodingError) -> Record
+    {
+        var slots = slots
         var layout = layout
         let defaults = Record.attributeDefaults
         if !defaults.isEmpty {

@@ -119,6 +119,38 @@ import StrataTestSupport
         }
     }
 
+    /// Decoding bytes straight into a layout's slots (the read path) gives what decoding the
+    /// fields first gives — the same record, or the same error — on good and hostile bytes.
+    @Test func decodingBytesIntoSlotsAgreesWithDecodingFields() throws {
+        let seed = SeededRandom.seed(default: 0x5107_5)
+        print("RecordDirectCodingTests.decodingBytesIntoSlotsAgreesWithDecodingFields seed: \(seed)")
+        var random = SeededRandom(seed: seed)
+        let layout = try Self.sampleLayout()
+        let good = try encoder.encode(Sample.make(), layout: layout)
+        var inputs = [good, try encoder.encode(Sample.make(note: nil), layout: layout)] + (0..<good.count).map { Array(good[..<$0]) }
+        for round in 0..<3_000 { inputs.append(Mutator.mutate(good, round: round, using: &random)) }
+        var decoded = 0
+        for (index, input) in inputs.enumerated() {
+            let viaFields = Result { () throws -> Sample in
+                try decoder.decode(Sample.self, fields: try RecordCodec.decodeFields(input), layout: layout)
+            }
+            let viaSlots = Result { () throws -> Sample in
+                try input.withUnsafeBytes { try decoder.decode(Sample.self, bytes: $0, layout: layout) }
+            }
+            switch (viaFields, viaSlots) {
+            case (.success(let a), .success(let b)):
+                // Compared by their encodings (a NaN field is not equal to itself; a mutated
+                // date may be one that `Date.description` cannot print).
+                let same = (try? encoder.encode(a, layout: layout)) == (try? encoder.encode(b, layout: layout))
+                #expect(same, "input \(index), seed \(seed)")
+                decoded += 1
+            case (.failure(let a), .failure(let b)): #expect("\(a)" == "\(b)", "input \(index), seed \(seed)")
+            default: Issue.record("input \(index): only one path failed, seed \(seed)")
+            }
+        }
+        #expect(decoded >= 2)
+    }
+
     @Test func decodingByLayoutReportsTheErrorsOfTheNamedPath() throws {
         let layout = try Self.sampleLayout()
         let good = try RecordCodec.decodeFields(try encoder.encode(Sample.make(), layout: layout))
