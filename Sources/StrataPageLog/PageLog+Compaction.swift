@@ -77,7 +77,7 @@ extension PageLog {
         var bytes: UInt64 = 0
         do {
             for (pageID, location) in live {
-                let (header, stored) = try PageLog.readFrame(in: file, at: UInt64(location.offset), length: location.length, decompress: false)
+                let (header, stored) = try PageLog.readFrame(in: file, at: UInt64(location.offset), length: location.length, decompress: false, mapped: false)
                 guard header.kind == .page, header.pageID == pageID, header.lsn == location.lsn else {
                     throw PageLogError.corruption(file: file.path, offset: UInt64(location.offset),
                                                   reason: "expected page \(pageID) at LSN \(location.lsn), found a \(header.kind) frame for page \(header.pageID) at LSN \(header.lsn)")

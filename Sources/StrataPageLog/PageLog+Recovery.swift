@@ -162,7 +162,7 @@ struct Recovery {
     private mutating func loadCheckpoint() throws {
         let address = superblock.root
         guard let rootFile = files[address.segment] else { return }
-        let (header, payload) = try PageLog.readFrame(in: rootFile, at: address.offset, length: address.length, decompress: true)
+        let (header, payload) = try PageLog.readFrame(in: rootFile, at: address.offset, length: address.length, decompress: true, mapped: false)
         guard header.kind == .checkpoint, header.lsn == superblock.checkpointLSN else {
             throw PageLogError.corruption(file: rootFile.path, offset: address.offset,
                                           reason: "the superblock names a checkpoint at LSN \(superblock.checkpointLSN), found a \(header.kind) frame at LSN \(header.lsn)")
@@ -187,7 +187,7 @@ struct Recovery {
                 throw PageLogError.corruption(file: rootFile.path, offset: address.offset,
                                               reason: "page table chunk \(index) is in segment \(location.segment), which is missing")
             }
-            let (chunkHeader, chunkPayload) = try PageLog.readFrame(in: file, at: UInt64(location.offset), length: location.length, decompress: true)
+            let (chunkHeader, chunkPayload) = try PageLog.readFrame(in: file, at: UInt64(location.offset), length: location.length, decompress: true, mapped: false)
             guard chunkHeader.kind == .tableChunk, chunkHeader.pageID == UInt64(index), chunkHeader.lsn == location.lsn else {
                 throw PageLogError.corruption(file: file.path, offset: UInt64(location.offset),
                                               reason: "expected page table chunk \(index) at LSN \(location.lsn), found a \(chunkHeader.kind) frame (id \(chunkHeader.pageID), LSN \(chunkHeader.lsn))")

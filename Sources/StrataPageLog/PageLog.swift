@@ -117,14 +117,16 @@ package final class PageLog: Sendable {
     }
 
     /// Reads one frame of a known length and verifies it. With `decompress` false the payload
-    /// is returned as stored.
+    /// is returned as stored. `mapped`: read through the file's memory map (reads that may
+    /// come again: snapshots); one-pass bulk reads (recovery, compaction) use `pread`, so
+    /// they do not leave the pages they passed over mapped into the process.
     static func readFrame(in file: any StorageFile, at offset: UInt64, length: UInt32,
-                          decompress: Bool) throws -> (FrameHeader, [UInt8]) {
+                          decompress: Bool, mapped: Bool = true) throws -> (FrameHeader, [UInt8]) {
         try checkFrameLength(length, path: file.path, offset: offset)
         // The frame's bytes are read in place (mapped, or in a temporary buffer); only the
         // payload returned is allocated.
         let frame = try translatingIOErrors {
-            try file.withBytes(at: offset, count: Int(length)) { raw -> (FrameHeader, [UInt8]) in
+            let verify = { (raw: UnsafeRawBufferPointer) throws -> (FrameHeader, [UInt8]) in
                 let (header, stored) = try verifiedFrame(raw, path: file.path, offset: offset)
                 do {
                     return (header, decompress ? try FrameCodec.payload(header, stored: stored) : [UInt8](stored))
@@ -132,6 +134,8 @@ package final class PageLog: Sendable {
                     throw PageLogError.corrupt(file.path, offset, error)
                 }
             }
+            return mapped ? try file.withBytes(at: offset, count: Int(length), verify)
+                          : try file.withBytesRead(at: offset, count: Int(length), verify)
         }
         guard let frame else {
             throw PageLogError.corruption(file: file.path, offset: offset, reason: "frame of \(length) bytes cut short at end of file")
