@@ -77,7 +77,7 @@ public final class PageStore: Sendable {
     /// - Throws: `StrataError.locked`, `.corruption`, `.unsupportedFormatVersion`, `.io`.
     public static func open(at path: String, options: Options = Options()) throws -> PageStore {
         try translatingErrors {
-            PageStore(log: try PageLog.open(directory: path, fileSystem: POSIXFileSystem(), options: options.pageLogOptions))
+            PageStore(log: try PageLog.open(directory: path, fileSystem: options.fileSystem, options: options.pageLogOptions))
         }
     }
 

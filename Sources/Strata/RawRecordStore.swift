@@ -19,7 +19,7 @@ public final class RawRecordStore: Sendable {
     public static func open(at path: String, options: PageStore.Options = PageStore.Options(),
                             cacheBytes: Int = 32 << 20) throws -> RawRecordStore {
         try translatingErrors {
-            let log = try PageLog.open(directory: path, fileSystem: POSIXFileSystem(), options: options.pageLogOptions)
+            let log = try PageLog.open(directory: path, fileSystem: options.fileSystem, options: options.pageLogOptions)
             return RawRecordStore(store: RecordStore(log: log, cache: NodeCache(budget: cacheBytes)))
         }
     }

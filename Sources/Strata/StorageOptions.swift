@@ -1,3 +1,4 @@
+import StrataIO
 import StrataPageLog
 
 /// When a commit (a `Context.save()`) is durable.
@@ -22,6 +23,11 @@ public struct StorageOptions: Sendable {
     public var compression: Bool
     /// Compact in the background when the log passes twice the live data (default true).
     public var automaticCompaction: Bool
+    /// Read pages through read-only memory maps of the store's files (default true): no
+    /// system call and no copy per page read. The trade-off is SQLite's `mmap_size`: a disk
+    /// error under a mapped page stops the process (SIGBUS) instead of throwing
+    /// `StrataError.io`. Set false to read with `pread` only.
+    public var memoryMappedReads = true
 
     /// The defaults.
     public init() {
@@ -31,6 +37,9 @@ public struct StorageOptions: Sendable {
         compression = defaults.compression
         automaticCompaction = defaults.automaticCompaction
     }
+
+    /// The file system the store's files are opened through.
+    var fileSystem: POSIXFileSystem { POSIXFileSystem(memoryMapping: memoryMappedReads) }
 
     var pageLogOptions: PageLogOptions {
         var options = PageLogOptions()

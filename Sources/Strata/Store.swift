@@ -56,7 +56,7 @@ public final class Store: Sendable {
         self.schema = schema
         self.configuration = configuration
         let records = try translatingErrors {
-            RecordStore(log: try PageLog.open(directory: path, fileSystem: POSIXFileSystem(),
+            RecordStore(log: try PageLog.open(directory: path, fileSystem: configuration.storage.fileSystem,
                                               options: configuration.storage.pageLogOptions),
                         cache: NodeCache(budget: configuration.cacheBytes))
         }

@@ -65,13 +65,16 @@ struct Everything: PersistentRecord, Equatable {
         return [ordinary, edges, large, empties]
     }
 
-    @Test func everyAttributeTypeRoundTrips() throws {
+    /// With pages read through memory maps (the default) and with `pread` only.
+    @Test(arguments: [true, false]) func everyAttributeTypeRoundTrips(memoryMappedReads: Bool) throws {
+        var configuration = Store.Configuration()
+        configuration.storage.memoryMappedReads = memoryMappedReads
         let folder = try temporaryDirectory()
         defer { removeDirectory(folder) }
         let samples = Self.samples()
         var ids: [RecordID<Everything>] = []
         do {
-            let store = try Store(at: folder, for: [Everything.self])
+            let store = try Store(at: folder, for: [Everything.self], configuration: configuration)
             let context = Context(store)
             ids = try samples.map { try context.insert($0) }
             // Unsaved, from the context.
@@ -79,7 +82,7 @@ struct Everything: PersistentRecord, Equatable {
             try context.save()
             try store.close()
         }
-        let store = try Store(at: folder, for: [Everything.self])
+        let store = try Store(at: folder, for: [Everything.self], configuration: configuration)
         let context = Context(store)
         for (id, sample) in zip(ids, samples) {
             let read = try #require(try context.record(for: id))
