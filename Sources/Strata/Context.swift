@@ -12,6 +12,10 @@ import StrataRecords
 /// inverses and runs delete rules (see `Store`'s documentation and `StrataError`). Until then,
 /// reads show exactly the values this context was given.
 ///
+/// Unsaved changes are held in memory, encoded, until `save()` (about 300 bytes per small
+/// record): for an import of many records, use `Store.write`, which writes records as they
+/// come and keeps memory bounded whatever the transaction's size.
+///
 /// Not thread-safe: use a context from one thread or task at a time (make one per task).
 public final class Context {
     /// The store this context works on.
