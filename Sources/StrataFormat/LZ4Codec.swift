@@ -40,4 +40,23 @@ package enum LZ4Codec {
                 : "LZ4 data expands to \(produced) bytes, header says \(destination.count)")
         }
     }
+
+    /// Decompresses the first `destination.count` bytes of the block `source` (LZ4
+    /// `LZ4_decompress_safe_partial`, which stops decoding there), which must expand to at
+    /// least that many bytes. Throws `FormatError` for malformed input; like `decompress`, it
+    /// never reads or writes outside the two buffers, whatever the input.
+    package static func decompressPrefix(_ source: UnsafeRawBufferPointer, into destination: UnsafeMutableRawBufferPointer) throws {
+        guard destination.count > 0 else { return }
+        guard let src = source.baseAddress, let dst = destination.baseAddress, source.count > 0 else {
+            throw FormatError("empty LZ4 data for a \(destination.count)-byte prefix")
+        }
+        let produced = LZ4_decompress_safe_partial(
+            src.assumingMemoryBound(to: CChar.self), dst.assumingMemoryBound(to: CChar.self),
+            Int32(source.count), Int32(destination.count), Int32(destination.count))
+        guard produced == Int32(destination.count) else {
+            throw FormatError(produced < 0
+                ? "malformed LZ4 data"
+                : "LZ4 data expands to \(produced) bytes, fewer than the \(destination.count) needed")
+        }
+    }
 }

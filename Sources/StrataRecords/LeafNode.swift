@@ -116,14 +116,29 @@ struct LeafView {
 
     /// Checks the header and that ids ascend and ends are in bounds; returns the count.
     static func validate(_ raw: UnsafeRawBufferPointer) throws -> Int {
+        let count = try validateHeader(raw)
+        let dataStart = LeafNode.headerSize + count * LeafNode.entrySize
+        guard dataStart <= raw.count else { throw FormatError("leaf of \(count) records is cut short", at: 2) }
+        try validateDirectory(raw, count: count, dataCount: raw.count - dataStart)
+        return count
+    }
+
+    /// Checks the header (the first `LeafNode.headerSize` bytes of `raw`, or fewer when the
+    /// leaf is cut short); returns the record count.
+    static func validateHeader(_ raw: UnsafeRawBufferPointer) throws -> Int {
         guard raw.count >= LeafNode.headerSize, raw[0] == NodeKind.leaf.rawValue else {
             throw FormatError("not a record tree leaf", at: 0)
         }
         guard raw[1] == 1 else { throw FormatError("record tree leaf version \(raw[1]) is not supported", at: 1) }
-        let count = Int(UInt16(littleEndian: raw.loadUnaligned(fromByteOffset: 2, as: UInt16.self)))
+        return Int(UInt16(littleEndian: raw.loadUnaligned(fromByteOffset: 2, as: UInt16.self)))
+    }
+
+    /// Checks the directory of a leaf of `count` records (in `raw`, which holds at least the
+    /// header and the directory) whose data is `dataCount` bytes: ids ascend, ends ascend,
+    /// and the last ends exactly at the end of the data.
+    static func validateDirectory(_ raw: UnsafeRawBufferPointer, count: Int, dataCount: Int) throws {
+        precondition(raw.count >= LeafNode.headerSize + count * LeafNode.entrySize)
         let dataStart = LeafNode.headerSize + count * LeafNode.entrySize
-        guard dataStart <= raw.count else { throw FormatError("leaf of \(count) records is cut short", at: 2) }
-        let dataCount = raw.count - dataStart
         var previousID: UInt64 = 0
         var previousEnd = 0
         for index in 0..<count {
@@ -136,7 +151,6 @@ struct LeafView {
             previousEnd = end
         }
         guard previousEnd == dataCount else { throw FormatError("leaf has \(dataCount - previousEnd) bytes after its last record", at: dataStart) }
-        return count
     }
 
     init(validated raw: UnsafeRawBufferPointer, count: Int) {
@@ -153,6 +167,11 @@ struct LeafView {
     }
 
     func isOverflow(_ index: Int) -> Bool { rawEnd(index) & LeafNode.overflowFlag != 0 }
+
+    /// Where record `index`'s bytes end, counted from the start of the leaf.
+    func endOffset(_ index: Int) -> Int {
+        LeafNode.headerSize + count * LeafNode.entrySize + Int(rawEnd(index) & ~LeafNode.overflowFlag)
+    }
 
     func bytes(_ index: Int) -> UnsafeRawBufferPointer {
         let dataStart = LeafNode.headerSize + count * LeafNode.entrySize

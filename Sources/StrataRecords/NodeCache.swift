@@ -41,17 +41,24 @@ package final class CachedNode: CachedPage {
 ///
 /// A `ClockTable` under a mutex: O(1) per access, nothing allocated per hit or per eviction;
 /// CLOCK (second chance) eviction keeps pages read again since the hand last passed and lets
-/// pages read once go first. Thread-safe.
+/// pages read once go first. Point lookups (`probe`) admit a page on its second miss only
+/// (a `MissFilter` remembers recent misses), so a page read once costs no allocation and
+/// evicts nothing. Thread-safe.
 package final class NodeCache: Sendable {
     private typealias Key = ClockTable<any CachedPage>.Key
 
-    private let state: Mutex<ClockTable<any CachedPage>>
+    private struct State {
+        var table: ClockTable<any CachedPage>
+        var misses: MissFilter
+    }
+
+    private let state: Mutex<State>
     /// The most bytes of pages kept (about: page images only).
     package let budget: Int
 
     package init(budget: Int = 32 << 20) {
         self.budget = budget
-        state = Mutex(ClockTable(budget: budget))
+        state = Mutex(State(table: ClockTable(budget: budget), misses: MissFilter(slots: budget / 4096)))
     }
 
     /// The node at `pageID` in `snapshot`, from the cache or read and verified; a node read is
@@ -59,6 +66,32 @@ package final class NodeCache: Sendable {
     /// large tree does not evict what point lookups use).
     func node(_ pageID: UInt64, in snapshot: Snapshot, admit: (CachedNode) -> Bool = { _ in true }) throws -> CachedNode {
         try page(pageID, in: snapshot, make: { try CachedNode(pageID: pageID, bytes: $0) }, admit: admit)
+    }
+
+    /// What `probe` found.
+    package enum Probe {
+        /// The node is cached.
+        case hit(CachedNode)
+        /// Not cached, and missed recently: read it whole and cache it (`node`).
+        case admit
+        /// Not cached, first miss (recently): read what is needed without caching it.
+        case bypass
+    }
+
+    /// Looks `pageID` up for a point lookup. A miss is remembered; the page's second miss
+    /// (while remembered) answers `.admit`, its first `.bypass`.
+    /// - Throws: `RecordTreeError.missingPage` when the snapshot has no such page.
+    package func probe(_ pageID: UInt64, in snapshot: Snapshot) throws -> Probe {
+        let location = snapshot.location(of: pageID)
+        guard !location.isNone else { throw RecordTreeError.missingPage(pageID: pageID) }
+        let key = Key(pageID: pageID, lsn: location.lsn)
+        return state.withLock { state -> Probe in
+            if let entry = state.table.get(key) {
+                if ObjectIdentifier(type(of: entry)) == ObjectIdentifier(CachedNode.self) { return .hit(unsafeDowncast(entry, to: CachedNode.self)) }
+                return .admit  // another kind of page under this key: `node` reports it
+            }
+            return state.misses.noteMiss(pageID: key.pageID, lsn: key.lsn) ? .admit : .bypass
+        }
     }
 
     /// The page at `pageID` as `T`, from the cache or read and made by `make` (which verifies
@@ -79,15 +112,52 @@ package final class NodeCache: Sendable {
         let location = snapshot.location(of: pageID)
         guard !location.isNone else { throw RecordTreeError.missingPage(pageID: pageID) }
         let key = Key(pageID: pageID, lsn: location.lsn)
-        let entry = state.withLock { $0.get(key) }
+        let entry = state.withLock { $0.table.get(key) }
         // An exact type check, then a cast that costs nothing (the types are final classes).
         guard let entry, ObjectIdentifier(type(of: entry)) == ObjectIdentifier(T.self) else { return nil }
         return unsafeDowncast(entry, to: T.self)
     }
 
+    /// Whether the image of `pageID` written at `lsn` is cached (tests).
+    package func contains(pageID: UInt64, lsn: UInt64) -> Bool {
+        state.withLock { $0.table.contains(Key(pageID: pageID, lsn: lsn)) }
+    }
+
     /// Caches `node`, the verified image of `pageID` written at `lsn`.
     func insert(_ node: any CachedPage, pageID: UInt64, lsn: UInt64) {
         let cost = node.byteCount
-        state.withLock { $0.insert(node, for: Key(pageID: pageID, lsn: lsn), cost: cost) }
+        state.withLock { $0.table.insert(node, for: Key(pageID: pageID, lsn: lsn), cost: cost) }
     }
 }
+
+/// Remembers recent cache misses, to admit a page on its second miss: a direct-mapped table of
+/// key fingerprints (one word each, no allocation after init). A miss whose fingerprint is in
+/// its slot answers true and clears the slot; otherwise it takes the slot and answers false.
+/// Two keys sharing a slot forget each other (a page then waits for another miss); two keys
+/// sharing a fingerprint (2^-63) admit early — both only cost speed.
+struct MissFilter {
+    private var fingerprints: [UInt64]
+    private let shift: UInt64
+
+    /// A filter of at least `slots` slots (a power of two, at least 64).
+    init(slots: Int) {
+        var bits: UInt64 = 6
+        while (1 << bits) < slots && bits < 30 { bits += 1 }
+        fingerprints = [UInt64](repeating: 0, count: 1 << Int(bits))
+        shift = 64 - bits
+    }
+
+    /// Notes a miss of (page id, LSN); true when it missed before and was remembered.
+    mutating func noteMiss(pageID: UInt64, lsn: UInt64) -> Bool {
+        let hash = ((pageID &* 0x9E37_79B9_7F4A_7C15) ^ (lsn &* 0xC2B2_AE3D_27D4_EB4F)) &* 0xFF51_AFD7_ED55_8CCD
+        let fingerprint = hash | 1  // never 0, the empty slot
+        let slot = Int(truncatingIfNeeded: hash >> shift)
+        if fingerprints[slot] == fingerprint {
+            fingerprints[slot] = 0
+            return true
+        }
+        fingerprints[slot] = fingerprint
+        return false
+    }
+}
+

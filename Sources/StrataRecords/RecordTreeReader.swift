@@ -19,14 +19,45 @@ package struct RecordTreeReader: Sendable {
         try withRecord(id) { Array($0) }
     }
 
-    /// Calls `body` with the bytes of the record with this id — in place in the cached leaf,
-    /// uncopied (valid during the call only) — and returns what it returns; nil when there is
-    /// no such record.
+    /// Calls `body` with the bytes of the record with this id — in place in the cached leaf
+    /// (or in a leaf decompressed just far enough), uncopied (valid during the call only) —
+    /// and returns what it returns; nil when there is no such record.
+    ///
+    /// A leaf that misses the node cache is read whole and cached on its second miss only
+    /// (`NodeCache.probe`); on its first it is verified (whole-frame checksum) and
+    /// decompressed only up to the end of the record sought, and not cached.
     package func withRecord<T>(_ id: UInt64, _ body: (UnsafeRawBufferPointer) throws -> T) throws -> T? {
-        guard root.rootPageID != 0 else { return nil }
+        var result: T?
+        switch try lookup(id, { result = try body($0) }) {
+        case .absent: return nil
+        case .found: return result
+        case .overflow(let reference, let pageID): return try resolveOverflow(reference, pageID: pageID).withUnsafeBytes(body)
+        }
+    }
+
+    /// What `lookup` found.
+    private enum Lookup {
+        case absent
+        /// The record was passed to the body.
+        case found
+        /// The record is an overflow reference (stored in the leaf `pageID`).
+        case overflow([UInt8], pageID: UInt64)
+    }
+
+    /// Finds record `id`; calls `body` with its bytes when they are stored inline.
+    /// Not generic, so no type metadata is made per call.
+    private func lookup(_ id: UInt64, _ body: (UnsafeRawBufferPointer) throws -> Void) throws -> Lookup {
+        guard root.rootPageID != 0 else { return .absent }
         var pageID = root.rootPageID
         for _ in 0..<64 {
-            let node = try cache.node(pageID, in: snapshot)
+            let node: CachedNode
+            switch try cache.probe(pageID, in: snapshot) {
+            case .hit(let cached): node = cached
+            case .admit: node = try cache.node(pageID, in: snapshot)
+            case .bypass:
+                if let answer = try lookupInUncachedLeaf(id, pageID: pageID, body) { return answer }
+                node = try cache.node(pageID, in: snapshot)  // not a leaf: interior nodes are always cached
+            }
             switch node.kind {
             case .interior:
                 pageID = node.bytes.withUnsafeBytes { raw in
@@ -34,19 +65,62 @@ package struct RecordTreeReader: Sendable {
                     return Self.child(raw, index)
                 }
             case .leaf:
-                // (found, overflow reference, body's answer)
-                let found: (Bool, [UInt8]?, T?) = try node.bytes.withUnsafeBytes { raw in
+                return try node.bytes.withUnsafeBytes { raw -> Lookup in
                     let view = LeafView(validated: raw, count: node.count)
                     let (found, index) = view.search(id)
-                    guard found else { return (false, nil, nil) }
-                    return view.isOverflow(index) ? (true, Array(view.bytes(index)), nil) : (true, nil, try body(view.bytes(index)))
+                    guard found else { return .absent }
+                    if view.isOverflow(index) { return .overflow(Array(view.bytes(index)), pageID: pageID) }
+                    try body(view.bytes(index))
+                    return .found
                 }
-                guard found.0 else { return nil }
-                if let reference = found.1 { return try resolveOverflow(reference, pageID: pageID).withUnsafeBytes(body) }
-                return found.2
             }
         }
         throw RecordTreeError.corruptNode(pageID: pageID, reason: "tree deeper than 64 levels")
+    }
+
+    /// Looks `id` up in page `pageID` read as a `PartialPage` (not cached): the header, the
+    /// directory (validated as `LeafView.validate` validates it), then the data only up to
+    /// the end of the record. Nil when the page is not a leaf.
+    private func lookupInUncachedLeaf(_ id: UInt64, pageID: UInt64, _ body: (UnsafeRawBufferPointer) throws -> Void) throws -> Lookup? {
+        var answer: Lookup?
+        let present = try snapshot.withPartialPage(pageID) { page in answer = try lookup(id, in: &page) }
+        guard present else { throw RecordTreeError.missingPage(pageID: pageID) }
+        return answer
+
+        func lookup(_ id: UInt64, in page: inout PartialPage) throws -> Lookup? {
+            let record: (count: Int, index: Int, bytes: UnsafeRawBufferPointer)
+            do {
+                // The header and the first id (one LZ4 literal run: nearly free).
+                let head = try page.prefix(min(page.count, LeafNode.headerSize + 8))
+                guard head.first == NodeKind.leaf.rawValue else { return nil }
+                let count = try LeafView.validateHeader(head)
+                let dataStart = LeafNode.headerSize + count * LeafNode.entrySize
+                guard dataStart <= page.count else { throw FormatError("leaf of \(count) records is cut short", at: 2) }
+                // LZ4 cannot resume a block, so decompress the directory and, in the same call,
+                // the data up to where the record probably ends — assuming ids dense and records
+                // of the average size, with one record of slack — and again from the start only
+                // when the guess fell short.
+                var guess = dataStart
+                if count > 0 {
+                    let firstID = UInt64(littleEndian: head.loadUnaligned(fromByteOffset: LeafNode.headerSize, as: UInt64.self))
+                    let position = id >= firstID ? Int(min(id - firstID, UInt64(count - 1))) : 0
+                    let average = (page.count - dataStart) / count
+                    guess = min(page.count, dataStart + (position + 2) * average + 16)
+                }
+                let directory = try page.prefix(guess)
+                try LeafView.validateDirectory(directory, count: count, dataCount: page.count - dataStart)
+                let (found, index) = LeafView(validated: directory, count: count).search(id)
+                guard found else { return .absent }
+                let end = LeafView(validated: directory, count: count).endOffset(index)
+                record = (count, index, end <= guess ? UnsafeRawBufferPointer(rebasing: directory[0..<end]) : try page.prefix(end))
+            } catch let error as FormatError {
+                throw RecordTreeError.corruptNode(pageID: pageID, reason: error.reason)
+            }
+            let view = LeafView(validated: record.bytes, count: record.count)
+            if view.isOverflow(record.index) { return .overflow(Array(view.bytes(record.index)), pageID: pageID) }
+            try body(view.bytes(record.index))
+            return .found
+        }
     }
 
     static func firstID(_ raw: UnsafeRawBufferPointer, _ index: Int) -> UInt64 {

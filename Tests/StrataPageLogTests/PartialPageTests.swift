@@ -1,0 +1,107 @@
+import Testing
+import StrataFormat
+import StrataIO
+import StrataPageLog
+import StrataTestSupport
+
+/// `Snapshot.withPartialPage`: every prefix is exactly the start of what a full read returns,
+/// and a damaged frame is a typed error however little of the page is asked for.
+@Suite struct PartialPageTests {
+    @Test func everyPrefixIsTheStartOfTheFullPage() throws {
+        let seed = SeededRandom.seed(default: 0x9A27)
+        var random = SeededRandom(seed: seed)
+        let fs = MemoryFileSystem()
+        let log = try PageLog.open(directory: storePath, fileSystem: fs, options: smallOptions())
+        var pages: [UInt64: [UInt8]] = [:]
+        for _ in 0..<20 {
+            try log.write(durability: .relaxed) { transaction in
+                for _ in 0..<5 {
+                    let id = try transaction.allocatePageID()
+                    let bytes = randomPage(&random, maximum: 6000)
+                    try transaction.write(id, bytes: bytes)
+                    pages[id] = bytes
+                }
+            }
+        }
+        let snapshot = try log.snapshot()
+        for (id, bytes) in pages.sorted(by: { $0.key < $1.key }) {
+            #expect(try snapshot.read(id)?.bytes == bytes)
+            let lengths = (0..<6).map { _ in Int.random(in: 0...bytes.count, using: &random) } + [0, bytes.count, min(8, bytes.count)]
+            let present = try snapshot.withPartialPage(id) { page in
+                #expect(page.count == bytes.count)
+                for length in lengths {  // longer and shorter, in any order
+                    let prefix = Array(try page.prefix(length))
+                    #expect(prefix == Array(bytes[0..<length]), "seed \(seed) page \(id) prefix \(length)")
+                }
+                #expect(throws: PageLogError.self) { _ = try page.prefix(bytes.count + 1) }
+            }
+            #expect(present)
+        }
+        #expect(try !snapshot.withPartialPage(99_999) { _ in Issue.record("no such page") })
+    }
+
+    @Test func damageAnywhereInTheFrameIsDetected() throws {
+        let seed = SeededRandom.seed(default: 0xDA3A)
+        var random = SeededRandom(seed: seed)
+        let fs = MemoryFileSystem()
+        let log = try PageLog.open(directory: storePath, fileSystem: fs, options: smallOptions())
+        var pages: [UInt64: [UInt8]] = [:]
+        try log.write { transaction in
+            for _ in 0..<8 {
+                let id = try transaction.allocatePageID()
+                let bytes = random.recordLikeBytes(Int.random(in: 500...4000, using: &random))
+                try transaction.write(id, bytes: bytes)
+                pages[id] = bytes
+            }
+        }
+        let snapshot = try log.snapshot()
+        let locations = pages.keys.sorted().map { ($0, snapshot.location(of: $0)) }
+        for (id, location) in locations {
+            // Damage the last stored byte or a random one: far past the few bytes asked for.
+            let hex = String(location.segment, radix: 16)
+            let path = joinPath(storePath, String(repeating: "0", count: 16 - hex.count) + hex + ".seg")
+            let original = try #require(fs.contents(of: path))
+            var damaged = original
+            let header = FrameHeader.size
+            let position = Int(location.offset) + (Bool.random(using: &random)
+                ? Int.random(in: header..<Int(location.length), using: &random) : Int.random(in: 0..<header, using: &random))
+            damaged[position] ^= UInt8.random(in: 1...255, using: &random)
+            fs.setContents(of: path, to: damaged)  // the open log reads the damaged bytes
+            #expect("seed \(seed) page \(id) byte \(position)",
+                    performing: { _ = try snapshot.withPartialPage(id) { page in _ = try page.prefix(min(8, page.count)) } },
+                    throws: { ($0 as? PageLogError)?.isCorruption == true })
+            #expect(throws: PageLogError.self) { _ = try snapshot.read(id) }  // as a full read
+            fs.setContents(of: path, to: original)
+            var restored: [UInt8]?
+            _ = try snapshot.withPartialPage(id) { page in restored = Array(try page.prefix(page.count)) }
+            #expect(restored == pages[id])
+        }
+    }
+
+    @Test func lz4PrefixesMatchAndMalformedInputThrows() throws {
+        var random = SeededRandom(seed: SeededRandom.seed(default: 0x1274))
+        for _ in 0..<50 {
+            let source = random.recordLikeBytes(Int.random(in: 1...5000, using: &random))
+            var compressed = [UInt8](repeating: 0, count: LZ4Codec.bound(source.count))
+            let size = try #require(source.withUnsafeBytes { src in compressed.withUnsafeMutableBytes { LZ4Codec.compress(src, into: $0) } })
+            compressed.removeLast(compressed.count - size)
+            for length in [1, source.count, Int.random(in: 1...source.count, using: &random)] {
+                var prefix = [UInt8](repeating: 0, count: length)
+                try compressed.withUnsafeBytes { src in try prefix.withUnsafeMutableBytes { try LZ4Codec.decompressPrefix(src, into: $0) } }
+                #expect(prefix == Array(source[0..<length]))
+            }
+            // Random garbage: an error or some bytes, never a trap or a read past the input.
+            let garbage = random.bytes(Int.random(in: 1...64, using: &random))
+            var out = [UInt8](repeating: 0, count: 256)
+            _ = try? garbage.withUnsafeBytes { src in try out.withUnsafeMutableBytes { try LZ4Codec.decompressPrefix(src, into: $0) } }
+            // Cut input: fewer bytes than asked is an error.
+            let cut = Array(compressed[0..<max(1, compressed.count / 3)])
+            var whole = [UInt8](repeating: 0, count: source.count)
+            if source.count > 64 {
+                #expect(throws: FormatError.self) {
+                    try cut.withUnsafeBytes { src in try whole.withUnsafeMutableBytes { try LZ4Codec.decompressPrefix(src, into: $0) } }
+                }
+            }
+        }
+    }
+}
