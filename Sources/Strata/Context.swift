@@ -218,6 +218,7 @@ public final class Context {
         let wanted: Int? = descriptor.sortBy.isEmpty && pending.isEmpty
             ? descriptor.fetchLimit.map { max(0, $0) + max(0, descriptor.fetchOffset ?? 0) } : nil
         let snapshot = try translatingErrors { try store.records.snapshot() }
+        let unsaved = pending  // a constant: the per-record closures read it without exclusivity checks
         for member in family {
             let start = found  // ids ascend within one tree, not across trees
             let reader = snapshot.reader(for: member)
@@ -233,7 +234,7 @@ public final class Context {
                 try translatingErrors {
                     try reader.scan { id, bytes in
                         if let wanted, found - start >= wanted { return false }
-                        guard pending.isEmpty || pending[id] == nil else { return true }
+                        guard unsaved.isEmpty || unsaved[id] == nil else { return true }
                         let decided = filters ? condition.evaluate(bytes) : nil
                         if decided != false { try consider(id, bytes, decided: decided) }
                         return true
@@ -244,7 +245,7 @@ public final class Context {
             store.fetchPlans.indexed.add(1, ordering: .relaxed)
             for id in candidates {
                 if let wanted, found - start >= wanted { break }
-                guard pending.isEmpty || pending[id] == nil else { continue }
+                guard unsaved.isEmpty || unsaved[id] == nil else { continue }
                 let present: Void? = try translatingErrors {
                     try reader.withRecord(id) { bytes in
                         let decided = condition.evaluate(bytes)
