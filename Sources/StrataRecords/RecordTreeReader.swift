@@ -142,7 +142,7 @@ package struct RecordTreeReader: Sendable {
     /// Calls `body` with every record in id order, starting at `start`, until it returns false.
     /// The bytes passed are valid only during the call (overflowed records are assembled first).
     ///
-    /// Leaves not in the cache are read through a `SequentialPageReader` (windowed reads, one
+    /// Leaves not in the cache are read through a `SequentialPageReader` (frames read in place, one
     /// reused decompression buffer) and are not cached, so one pass over a large tree neither
     /// allocates per leaf nor evicts what point lookups use; interior nodes are cached.
     package func scan(from start: UInt64 = 0, _ body: (UInt64, UnsafeRawBufferPointer) throws -> Bool) throws {
