@@ -21,10 +21,7 @@ package final class IndexTreeWriter {
     let options: RecordTreeOptions
     /// The tree's root page and entry count as changed so far.
     package private(set) var root: RecordTreeRoot
-    private var dirty: [UInt64: Box] = [:]
-    private var clean: [UInt64: Box] = [:]
-    private var dirtyBytes = 0
-    private var cleanBytes = 0
+    private var nodes: TreeNodes<Box>
 
     package init(transaction: WriteTransaction, root: RecordTreeRoot, entityID: UInt32, schemaVersion: UInt32,
                  options: RecordTreeOptions = RecordTreeOptions()) {
@@ -33,10 +30,11 @@ package final class IndexTreeWriter {
         self.entityID = entityID
         self.schemaVersion = schemaVersion
         self.options = options
+        nodes = TreeNodes(budget: options.dirtyBudget, nodeSize: min(options.maximumNodeSize, IndexNode.maximumKeyBytes / 2))
     }
 
     /// Nodes are split past this size (the tree options' node size, kept within u16 key ends).
-    private var maximumNodeSize: Int { min(options.maximumNodeSize, IndexNode.maximumKeyBytes / 2) }
+    private var maximumNodeSize: Int { nodes.nodeSize }
 
     /// Adds an entry; returns false (changing nothing) when it is already there.
     /// - Throws: `RecordTreeError.invalidIndexEntry` for an entry outside 9…520 bytes; storage errors.
@@ -64,7 +62,7 @@ package final class IndexTreeWriter {
             markDirty(rightID, Box(right))
             try insertSeparator(right.keys[0], right: rightID, left: leafID, path: path)
         }
-        if dirtyBytes > options.dirtyBudget { try writeDirtyNodes() }
+        if nodes.isOverBudget { try writeDirtyNodes() }
         return true
     }
 
@@ -179,46 +177,30 @@ package final class IndexTreeWriter {
     }
 
     private func load(_ pageID: UInt64) throws -> Box {
-        if let box = dirty[pageID] ?? clean[pageID] { return box }
+        if let box = nodes.node(pageID) { return box }
         guard let page = try transaction.read(pageID) else { throw RecordTreeError.missingPage(pageID: pageID) }
         let box: Box
         do { box = Box(try IndexNode.decode(page.bytes)) } catch let error as FormatError {
             throw RecordTreeError.corruptNode(pageID: pageID, reason: error.reason)
         }
-        remember(pageID, box, bytes: page.bytes.count)
+        nodes.remember(pageID, box, bytes: page.bytes.count)
         return box
     }
 
-    /// Keeps an unmodified node within `dirtyBudget` bytes (then forgets them all).
-    private func remember(_ pageID: UInt64, _ box: Box, bytes: Int) {
-        if cleanBytes + bytes > options.dirtyBudget {
-            clean.removeAll(keepingCapacity: true)
-            cleanBytes = 0
-        }
-        clean[pageID] = box
-        cleanBytes += bytes
-    }
-
     private func markDirty(_ pageID: UInt64, _ box: Box) {
-        if dirty.updateValue(box, forKey: pageID) == nil {
-            clean[pageID] = nil
-            dirtyBytes += maximumNodeSize
-        }
+        nodes.markDirty(pageID, box)
     }
 
     private func discard(_ pageID: UInt64) throws {
-        dirty[pageID] = nil
-        clean[pageID] = nil
+        nodes.forget(pageID)
         try transaction.free(pageID)
     }
 
     private func writeDirtyNodes() throws {
-        for (pageID, box) in dirty.sorted(by: { $0.key < $1.key }) {
+        try nodes.writeDirty { pageID, box in
             let bytes = box.node.encoded()
             try transaction.write(pageID, entityID: entityID, schemaVersion: schemaVersion, bytes: bytes)
-            remember(pageID, box, bytes: bytes.count)
+            return bytes
         }
-        dirty.removeAll(keepingCapacity: true)
-        dirtyBytes = 0
     }
 }

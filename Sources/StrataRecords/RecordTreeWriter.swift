@@ -24,10 +24,7 @@ package final class RecordTreeWriter {
     private(set) var root: RecordTreeRoot
     /// The entity's indexes, kept in step with every change (set by `RecordTransaction`).
     var indexes: EntityIndexes?
-    private var dirty: [UInt64: Node] = [:]
-    private var clean: [UInt64: Node] = [:]
-    private var dirtyBytes = 0
-    private var cleanBytes = 0
+    private var nodes: TreeNodes<Node>
     /// The leaf the last operation used, the path to it and the id range it covers: runs of
     /// nearby ids (bulk inserts) skip the descent. Cleared by every structural change.
     private var hint: (leaf: UInt64, node: Leaf, path: [(UInt64, Int)], low: UInt64, high: UInt64?)?
@@ -39,6 +36,7 @@ package final class RecordTreeWriter {
         self.entityID = entityID
         self.schemaVersion = schemaVersion
         self.options = options
+        nodes = TreeNodes(budget: options.dirtyBudget, nodeSize: options.maximumNodeSize)
     }
 
     // MARK: Public operations
@@ -188,7 +186,7 @@ package final class RecordTreeWriter {
             markDirty(rightID, .leaf(Leaf(right)))
             try insertSeparator(right.ids[0], right: rightID, left: leafID, path: path)
         }
-        if dirtyBytes > options.dirtyBudget { try writeDirtyNodes() }
+        if nodes.isOverBudget { try writeDirtyNodes() }
         return true
     }
 
@@ -294,7 +292,7 @@ package final class RecordTreeWriter {
     }
 
     private func load(_ pageID: UInt64) throws -> Node {
-        if let node = dirty[pageID] ?? clean[pageID] { return node }
+        if let node = nodes.node(pageID) { return node }
         guard let page = try transaction.read(pageID) else { throw RecordTreeError.missingPage(pageID: pageID) }
         let node: Node
         do {
@@ -310,16 +308,10 @@ package final class RecordTreeWriter {
         return node
     }
 
-    /// Keeps an unmodified node for reuse, within `dirtyBudget` bytes (then forgets them all:
-    /// they can be read back from the log).
+    /// Keeps an unmodified node for reuse (see `TreeNodes`); the leaf hint goes when the
+    /// unmodified nodes are forgotten.
     private func remember(_ pageID: UInt64, _ node: Node, bytes: Int) {
-        if cleanBytes + bytes > options.dirtyBudget {
-            clean.removeAll(keepingCapacity: true)
-            cleanBytes = 0
-            hint = nil
-        }
-        clean[pageID] = node
-        cleanBytes += bytes
+        if nodes.remember(pageID, node, bytes: bytes) { hint = nil }
     }
 
     private func loadLeaf(_ pageID: UInt64) throws -> Leaf {
@@ -337,21 +329,17 @@ package final class RecordTreeWriter {
     }
 
     private func markDirty(_ pageID: UInt64, _ node: Node) {
-        if dirty.updateValue(node, forKey: pageID) == nil {
-            clean[pageID] = nil
-            dirtyBytes += options.maximumNodeSize
-        }
+        nodes.markDirty(pageID, node)
     }
 
     private func discard(_ pageID: UInt64) throws {
         hint = nil
-        dirty[pageID] = nil
-        clean[pageID] = nil
+        nodes.forget(pageID)
         try transaction.free(pageID)
     }
 
     private func writeDirtyNodes() throws {
-        for (pageID, node) in dirty.sorted(by: { $0.key < $1.key }) {
+        let forgot = try nodes.writeDirty { pageID, node in
             let bytes: [UInt8]
             let compress: Bool?
             switch node {
@@ -363,10 +351,9 @@ package final class RecordTreeWriter {
                 compress = nil
             }
             try transaction.write(pageID, entityID: entityID, schemaVersion: schemaVersion, bytes: bytes, compress: compress)
-            remember(pageID, node, bytes: bytes.count)
+            return bytes
         }
-        dirty.removeAll(keepingCapacity: true)
-        dirtyBytes = 0
+        if forgot { hint = nil }
     }
 
     private func materialize(_ leaf: LeafNode, _ index: Int) throws -> [UInt8] {
