@@ -51,11 +51,13 @@ package struct PartialPage {
 }
 
 extension Snapshot {
-    /// Calls `body` with the page as a `PartialPage` — frame read in place (from the memory map
-    /// on the real file system), verified, decompressed on demand into a temporary buffer;
-    /// false when the snapshot has no such page. (Not generic: no type metadata per call.)
+    /// Calls `body` with the verified frame of `pageID` read in place — its header, its stored
+    /// payload, and the file path and offset errors name — as `Snapshot.read` reads and
+    /// verifies it (checksum, page id, LSN); false when the snapshot has no such page. (Not
+    /// generic: no type metadata per call on the point-read path.)
     /// - Throws: `PageLogError.corruption` when the frame fails verification; I/O errors.
-    package func withPartialPage(_ pageID: UInt64, _ body: (inout PartialPage) throws -> Void) throws -> Bool {
+    func withVerifiedFrame(_ pageID: UInt64,
+                           _ body: (FrameHeader, UnsafeRawBufferPointer, _ path: String, _ offset: UInt64) throws -> Void) throws -> Bool {
         let location = table[pageID]
         guard !location.isNone else { return false }
         let segment = UInt64(location.segment)
@@ -65,22 +67,31 @@ extension Snapshot {
         }
         let offset = UInt64(location.offset)
         try PageLog.checkFrameLength(location.length, path: file.path, offset: offset)
-        let read = try PageLog.translatingIOErrors {
-            try file.withBytes(at: offset, count: Int(location.length)) { raw -> Bool in
+        let read: Void? = try PageLog.translatingIOErrors {
+            try file.withBytes(at: offset, count: Int(location.length)) { raw in
                 let (header, stored) = try PageLog.verifiedFrame(raw, path: file.path, offset: offset)
                 try PageLog.checkPageFrame(header, pageID: pageID, location: location, path: file.path)
-                let compressed = header.codec == .lz4
-                try withUnsafeTemporaryAllocation(byteCount: compressed ? Int(header.rawLength) : 0, alignment: 8) { buffer in
-                    var page = PartialPage(count: Int(header.rawLength), stored: stored, compressed: compressed, buffer: buffer,
-                                           path: file.path, offset: offset)
-                    try body(&page)
-                }
-                return true
+                try body(header, stored, file.path, offset)
             }
         }
         guard read != nil else {
             throw PageLogError.corruption(file: file.path, offset: offset, reason: "frame of \(location.length) bytes cut short at end of file")
         }
         return true
+    }
+
+    /// Calls `body` with the page as a `PartialPage` — frame read in place (from the memory map
+    /// on the real file system), verified, decompressed on demand into a temporary buffer;
+    /// false when the snapshot has no such page. (Not generic: no type metadata per call.)
+    /// - Throws: `PageLogError.corruption` when the frame fails verification; I/O errors.
+    package func withPartialPage(_ pageID: UInt64, _ body: (inout PartialPage) throws -> Void) throws -> Bool {
+        try withVerifiedFrame(pageID) { header, stored, path, offset in
+            let compressed = header.codec == .lz4
+            try withUnsafeTemporaryAllocation(byteCount: compressed ? Int(header.rawLength) : 0, alignment: 8) { buffer in
+                var page = PartialPage(count: Int(header.rawLength), stored: stored, compressed: compressed, buffer: buffer,
+                                       path: path, offset: offset)
+                try body(&page)
+            }
+        }
     }
 }
