@@ -64,6 +64,10 @@ final class GraphTransaction {
         self.transaction = transaction
     }
 
+    /// Whether nothing is staged (always so between the changes of a `Store.write`, which
+    /// commits each one).
+    var isIdle: Bool { upserts.isEmpty && deletes.isEmpty }
+
     /// Stages an insert (`isNew`) or a full replacement of record `id` of entity `entityID`
     /// (its concrete entity).
     func stageUpsert(entityID: UInt32, id: UInt64, bytes: [UInt8], isNew: Bool) {

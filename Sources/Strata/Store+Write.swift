@@ -18,7 +18,11 @@ extension Store {
     public func write<T>(_ body: (WriteTransaction) throws -> T) throws -> T {
         try translating {
             try records.write(durability: configuration.durability.pageLogDurability) { transaction in
-                try body(WriteTransaction(store: self, transaction: transaction))
+                let writeTransaction = WriteTransaction(store: self, transaction: transaction)
+                defer { writeTransaction.releaseUnusedIDs() }
+                let result = try body(writeTransaction)
+                writeTransaction.recordUsedIDs()
+                return result
             }
         }
     }
@@ -56,6 +60,8 @@ extension Store {
     public final class WriteTransaction {
         let store: Store
         let graph: GraphTransaction
+        /// The record types inserted through the bulk path so far (a few: searched in turn).
+        @exclusivity(unchecked) private var bulkTargets: [BulkInsertTarget] = []
 
         init(store: Store, transaction: RecordTransaction) {
             self.store = store
@@ -70,6 +76,9 @@ extension Store {
         ///   `.danglingReference`, `.recordCoding`, `.unknownEntity`, storage errors.
         @discardableResult
         public func insert<Record: PersistentRecord>(_ record: Record) throws -> RecordID<Record> {
+            if let target = try bulkTarget(for: Record.self), graph.isIdle {
+                return RecordID(rawValue: try insert(record, into: target))
+            }
             let (entityID, bytes) = try store.encode(record)
             try store.checkInsertable(entityID)
             if let existing = try store.translating({
@@ -124,5 +133,79 @@ extension Store {
                   let bytes = try graph.storedBytes(entityID: entityID, id: id.rawValue) else { return nil }
             return try bytes.withUnsafeBytes { try store.decode(Record.self, from: $0) }
         }
+    }
+}
+
+/// What inserting records of one type through `Store.write` needs, resolved at its first
+/// insert: for an entity that can be inserted, with no relationship and no unique attribute,
+/// an insert is encode, take an id, put into the tree — nothing to look up per record.
+/// Used on the transaction's thread only, so its counters skip exclusivity checks.
+final class BulkInsertTarget {
+    let type: ObjectIdentifier
+    let layout: RecordLayout
+    let rootID: UInt32
+    let tree: RecordTreeWriter
+    /// Identifiers reserved from the store's counter and not handed out yet.
+    @exclusivity(unchecked) var reserved: Range<UInt64> = 0..<0
+    /// The next block reserved is this large (doubling up to `largestBlock`), so small
+    /// transactions reserve few ids and large ones take the store's lock rarely.
+    @exclusivity(unchecked) var blockSize: UInt64 = 1
+    /// The largest id handed out (0: none).
+    @exclusivity(unchecked) var highestUsed: UInt64 = 0
+
+    static let largestBlock: UInt64 = 1024
+
+    init(type: ObjectIdentifier, layout: RecordLayout, rootID: UInt32, tree: RecordTreeWriter) {
+        self.type = type
+        self.layout = layout
+        self.rootID = rootID
+        self.tree = tree
+    }
+}
+
+extension Store.WriteTransaction {
+    /// The bulk-insert target of `Record`'s entity, or nil when its inserts take the general
+    /// path (relationships, unique attributes, an abstract entity).
+    fileprivate func bulkTarget<Record: PersistentRecord>(for type: Record.Type) throws -> BulkInsertTarget? {
+        let key = ObjectIdentifier(type)
+        for target in bulkTargets where target.type == key { return target }
+        let entityID = try store.entityID(of: type)
+        guard store.model.relationships(of: entityID).isEmpty, store.uniqueAttributes[entityID] == nil,
+              store.model.info(entityID)?.isAbstract != true else { return nil }
+        let target = BulkInsertTarget(type: key, layout: store.binding.layout(of: entityID), rootID: store.model.rootID(of: entityID),
+                                      tree: graph.transaction.tree(for: entityID, schemaVersion: store.binding.versionID))
+        bulkTargets.append(target)
+        return target
+    }
+
+    /// Inserts `record` into `target`'s tree under a new id, which it returns.
+    fileprivate func insert<Record: PersistentRecord>(_ record: Record, into target: BulkInsertTarget) throws -> UInt64 {
+        let bytes: [UInt8]
+        do { bytes = try store.binding.encode(record, layout: target.layout) } catch {
+            throw StrataError.recordCoding(reason: "\(error)")
+        }
+        if target.reserved.isEmpty {
+            let first = store.reserveIDs(root: target.rootID, count: target.blockSize)
+            target.reserved = first..<(first + target.blockSize)
+            target.blockSize = min(target.blockSize * 2, BulkInsertTarget.largestBlock)
+        }
+        let id = target.reserved.lowerBound
+        target.reserved = (id + 1)..<target.reserved.upperBound
+        target.highestUsed = max(target.highestUsed, id)
+        try store.translating { try target.tree.insert(id, bytes: bytes) }
+        return id
+    }
+
+    /// Makes the ids the bulk path handed out durable with the transaction (never handed
+    /// out again, even if their records are deleted).
+    func recordUsedIDs() {
+        for target in bulkTargets where target.highestUsed > 0 {
+            graph.transaction.reserve(target.highestUsed, for: target.rootID)
+        }
+    }
+
+    /// Gives the store back the ids reserved and not handed out.
+    func releaseUnusedIDs() {
+        for target in bulkTargets { store.releaseIDs(root: target.rootID, unused: target.reserved) }
     }
 }

@@ -153,6 +153,25 @@ public final class Store: Sendable {
         }
     }
 
+    /// Reserves `count` consecutive identifiers of the hierarchy whose root is `rootID` (see
+    /// `allocateID(for:)`): the first of them.
+    func reserveIDs(root rootID: UInt32, count: UInt64) -> UInt64 {
+        nextIDs.withLock { ids in
+            let first = ids[rootID, default: 1]
+            ids[rootID] = first + count
+            return first
+        }
+    }
+
+    /// Gives back reserved identifiers `unused` that were not handed out, when nothing was
+    /// reserved after them (otherwise they are skipped: ids need not be dense).
+    func releaseIDs(root rootID: UInt32, unused: Range<UInt64>) {
+        guard !unused.isEmpty else { return }
+        nextIDs.withLock { ids in
+            if ids[rootID] == unused.upperBound { ids[rootID] = unused.lowerBound }
+        }
+    }
+
     /// Throws `StrataError.abstractEntity` when records of `entityID` cannot be inserted.
     func checkInsertable(_ entityID: UInt32) throws {
         if let info = model.info(entityID), info.isAbstract { throw StrataError.abstractEntity(info.name) }

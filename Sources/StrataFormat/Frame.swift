@@ -143,7 +143,8 @@ package enum FrameCodec {
     /// Returns the frame's length in bytes.
     @discardableResult
     package static func append(kind: FrameKind, pageID: UInt64, lsn: UInt64, entityID: UInt32 = 0, schemaVersion: UInt32 = 0,
-                               payload: UnsafeRawBufferPointer, compress: Bool, to buffer: inout [UInt8]) -> Int {
+                               payload: UnsafeRawBufferPointer, compress: Bool, compressor: LZ4Compressor? = nil,
+                               to buffer: inout [UInt8]) -> Int {
         let start = buffer.count
         let rawLength = payload.count
         var codec = PayloadCodec.none
@@ -152,7 +153,9 @@ package enum FrameCodec {
             let bound = LZ4Codec.bound(rawLength)
             buffer.append(contentsOf: repeatElement(0, count: FrameHeader.size + bound))
             let produced = buffer.withUnsafeMutableBytes { raw in
-                LZ4Codec.compress(payload, into: UnsafeMutableRawBufferPointer(rebasing: raw[(start + FrameHeader.size)...]))
+                let destination = UnsafeMutableRawBufferPointer(rebasing: raw[(start + FrameHeader.size)...])
+                if let compressor { return LZ4Codec.compress(payload, into: destination, using: compressor) }
+                return LZ4Codec.compress(payload, into: destination)
             }
             if let produced, produced <= rawLength - (rawLength >> minimumSavingsShift) {
                 codec = .lz4

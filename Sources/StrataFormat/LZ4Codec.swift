@@ -20,6 +20,21 @@ package enum LZ4Codec {
         return written > 0 ? Int(written) : nil
     }
 
+    /// Compresses `source` into `destination` as `compress(_:into:)` does (an independent
+    /// block any LZ4 decoder reads), reusing `compressor`'s state instead of clearing a new
+    /// one for each call — the clearing cost about 40 % of compressing a 4 KiB page.
+    package static func compress(_ source: UnsafeRawBufferPointer, into destination: UnsafeMutableRawBufferPointer,
+                                 using compressor: LZ4Compressor) -> Int? {
+        guard source.count > 0, source.count <= maximumInputSize, let src = source.baseAddress,
+              let dst = destination.baseAddress else { return nil }
+        // A fast reset forgets the previous block (no dictionary): the next block stands alone.
+        LZ4_resetStream_fast(compressor.stream)
+        let written = LZ4_compress_fast_continue(
+            compressor.stream, src.assumingMemoryBound(to: CChar.self), dst.assumingMemoryBound(to: CChar.self),
+            Int32(source.count), Int32(min(destination.count, Int(Int32.max))), 1)
+        return written > 0 ? Int(written) : nil
+    }
+
     /// Decompresses `source`, which must expand to exactly `destination.count` bytes.
     /// Throws `FormatError` for malformed input; `LZ4_decompress_safe` never reads or writes
     /// outside the two buffers, whatever the input.
@@ -59,4 +74,18 @@ package enum LZ4Codec {
                 : "LZ4 data expands to \(produced) bytes, fewer than the \(destination.count) needed")
         }
     }
+}
+
+/// A reusable LZ4 compression state (`LZ4_stream_t`, about 16 KiB), for a writer that
+/// compresses many pages one after another. Used by one thread at a time (its owner's lock).
+package final class LZ4Compressor: @unchecked Sendable {
+    let stream: UnsafeMutablePointer<LZ4_stream_t>
+
+    /// A new state; nil only when memory for it cannot be had.
+    package init?() {
+        guard let stream = LZ4_createStream() else { return nil }
+        self.stream = stream
+    }
+
+    deinit { LZ4_freeStream(stream) }
 }

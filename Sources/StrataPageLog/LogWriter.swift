@@ -27,6 +27,9 @@ final class LogWriter: @unchecked Sendable {
     var flushedOffset: UInt64
     /// Bytes appended after `flushedOffset`, not yet written.
     var buffer: [UInt8] = []
+    /// The compression state frames are compressed with (nil if it could not be allocated:
+    /// each frame then clears a state of its own).
+    let compressor = LZ4Compressor()
 
     /// The committed page table (what the next transaction starts from).
     var table: PageTable

@@ -291,7 +291,7 @@ package final class PageLog: Sendable {
                 payload: UnsafeRawBufferPointer, compress: Bool) throws -> PageLocation {
         let start = writer.buffer.count
         let length = FrameCodec.append(kind: kind, pageID: pageID, lsn: lsn, entityID: entityID, schemaVersion: schemaVersion,
-                                       payload: payload, compress: compress, to: &writer.buffer)
+                                       payload: payload, compress: compress, compressor: writer.compressor, to: &writer.buffer)
         return try placeAppendedFrame(start: start, length: length)
     }
 

@@ -99,11 +99,22 @@ package struct SchemaBinding: Sendable {
     /// A typed record's entity id and bytes.
     package func encode<Record: PersistentRecord>(_ record: Record) throws -> (entityID: UInt32, bytes: [UInt8]) {
         let entityID = try entityID(for: Record.self)
+        return (entityID, try encode(record, layout: layout(of: entityID)))
+    }
+
+    /// A typed record's bytes with its entity's layout (from `layout(of:)`), for callers that
+    /// resolve the entity once for many records.
+    package func encode<Record: PersistentRecord>(_ record: Record, layout: RecordLayout) throws -> [UInt8] {
         do {
-            return (entityID, try RecordEncoder().encode(record, layout: layouts[entityID] ?? RecordLayout(attributes: [])))
+            return try RecordEncoder().encode(record, layout: layout)
         } catch {
             throw SchemaBindingError.recordCoding("\(error)")
         }
+    }
+
+    /// The layout records of an entity are coded with (an empty one for an unknown entity).
+    package func layout(of entityID: UInt32) -> RecordLayout {
+        layouts[entityID] ?? RecordLayout(attributes: [])
     }
 
     /// A typed record from bytes written under any catalog version: attributes are named by

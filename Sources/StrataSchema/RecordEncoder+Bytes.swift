@@ -13,13 +13,13 @@ extension RecordEncoder {
     ///
     /// - Throws: as ``encode(_:attributeIDs:)``.
     package func encode<Record: Encodable>(_ record: Record, layout: RecordLayout) throws(RecordCodingError) -> [UInt8] {
-        // Values go straight into (id, value) fields; only names without an id are kept by name.
+        // Values go straight into the record's bytes; only names without an id are kept by name.
         let state = try run(record, RecordEncodingState(type: Record.self, layout: layout))
         if !state.values.isEmpty,
            let unknown = state.values.filter({ !$0.value.isNull }).keys.min()  // the least name: the same error every run
         {
             throw .unknownAttribute(type: String(describing: Record.self), attribute: unknown)
         }
-        return RecordCodec.encode(fields: state.fields)
+        return state.encodedBytes()
     }
 }

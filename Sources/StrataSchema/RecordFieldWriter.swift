@@ -9,6 +9,19 @@ import FoundationEssentials
 struct RecordFieldWriter {
     private(set) var bytes: [UInt8] = []
 
+    /// An empty writer.
+    init() {}
+
+    /// The bytes written, leaving the writer empty (no copy).
+    mutating func takeBytes() -> [UInt8] {
+        var taken: [UInt8] = []
+        swap(&taken, &bytes)
+        return taken
+    }
+
+    /// Makes room for `capacity` bytes in all.
+    mutating func reserve(_ capacity: Int) { bytes.reserveCapacity(capacity) }
+
     /// A writer with room for a record of `fields`, so it grows at most once.
     init(reservingFor fields: [(id: UInt32, value: Value)]) {
         var capacity = 16

@@ -15,6 +15,9 @@ package final class RecordLayout: Sendable {
     let positions: [String: Int]
     /// Attribute name → id, what ``RecordEncoder/encode(_:attributeIDs:)`` takes.
     package let attributeIDs: [String: UInt32]
+    /// The bytes a record encoder reserves up front: enough for most records of a few short
+    /// strings and scalars, so the buffer rarely grows.
+    let estimatedRecordSize: Int
 
     /// A layout of `attributes` (in any order). For a repeated name the first wins, as in
     /// `CatalogVersion.attributeIDs(ofEntity:)`; a stored value of an id that two names share
@@ -29,6 +32,7 @@ package final class RecordLayout: Sendable {
         defaults = kept.map(\.defaultValue)
         positions = Dictionary(uniqueKeysWithValues: kept.enumerated().map { ($1.name, $0) })
         attributeIDs = Dictionary(uniqueKeysWithValues: kept.map { ($0.name, $0.id) })
+        estimatedRecordSize = 64 + 32 * kept.count
     }
 
     /// The layout of an entity's resolved (inherited first) attributes and relationships in

@@ -93,6 +93,55 @@ import StrataTestSupport
         }
     }
 
+    /// A record whose `encode(to:)` writes the given (name, value) steps in order, repeats and
+    /// nils included — the shapes a hand-written `encode(to:)` can take.
+    struct Scripted: Encodable {
+        struct Key: CodingKey {
+            var stringValue: String
+            var intValue: Int? { nil }
+            init(stringValue: String) { self.stringValue = stringValue }
+            init?(intValue: Int) { nil }
+        }
+        var steps: [(name: String, value: Int64?)]
+
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: Key.self)
+            for (name, value) in steps {
+                if let value { try container.encode(value, forKey: Key(stringValue: name)) } else {
+                    try container.encodeNil(forKey: Key(stringValue: name))
+                }
+            }
+        }
+    }
+
+    /// Values written straight to bytes while they come in id order, and through the list of
+    /// fields once they do not, give exactly `RecordCodec.encode` of the last value per name:
+    /// any order, repeated names, nils, and more than 127 fields (a two-byte field count).
+    @Test func encodingStraightToBytesMatchesTheFieldListInEveryOrder() throws {
+        let seed = SeededRandom.seed(default: 0xB17E5)
+        print("RecordDirectCodingTests.encodingStraightToBytesMatchesTheFieldListInEveryOrder seed: \(seed)")
+        var random = SeededRandom(seed: seed)
+        for round in 0..<400 {
+            let attributeCount = round % 10 == 0 ? 130 + Int(random.next() % 70) : 1 + Int(random.next() % 12)
+            let layout = RecordLayout(attributes: (0..<attributeCount).map { ("a\($0)", UInt32($0 * 3 + 1), .null) })
+            var steps: [(name: String, value: Int64?)] = []
+            let ordered = random.next() % 2 == 0
+            for index in 0..<attributeCount where random.next() % 4 != 0 {
+                steps.append(("a\(index)", random.next() % 5 == 0 ? nil : Int64(bitPattern: random.next()) >> Int64(random.next() % 64)))
+            }
+            if !ordered {
+                steps.shuffle(using: &random)
+                if let repeated = steps.randomElement(using: &random) {
+                    steps.append((repeated.name, random.next() % 2 == 0 ? nil : 42))
+                }
+            }
+            var last: [UInt32: Value] = [:]
+            for (name, value) in steps { last[try #require(layout.attributeIDs[name])] = value.map(Value.int) ?? .null }
+            let expected = RecordCodec.encode(last)
+            #expect(try encoder.encode(Scripted(steps: steps), layout: layout) == expected, "round \(round), seed \(seed)")
+        }
+    }
+
     @Test func fieldsInAnyOrderEncodeCanonicallyAndTheLastValueWins() {
         let fields: [(id: UInt32, value: Value)] = [(9, .int(1)), (2, .string("a")), (9, .int(2)), (4, .bool(true)), (2, .null), (300, .double(1))]
         #expect(RecordCodec.encode(fields: fields) == RecordCodec.encode([9: .int(2), 2: .null, 4: .bool(true), 300: .double(1)]))

@@ -136,4 +136,39 @@ struct Pet: PersistentRecord, Equatable {
         #expect(next.rawValue == 5_001)
         try store.close()
     }
+
+    /// Bulk inserts take ids from blocks reserved from the store's counter: consecutive within
+    /// a write, never shared with a context allocating meanwhile, handed back when unused, and
+    /// durable — an id a committed write used is not handed out again after reopening, even
+    /// when its record was deleted.
+    @Test func bulkInsertIdentifiersAreUniqueConsecutiveAndDurable() throws {
+        let folder = try temporaryDirectory()
+        defer { removeDirectory(folder) }
+        var contextID: RecordID<Person>?
+        var highest: UInt64 = 0
+        do {
+            let store = try Store(at: folder, for: [Person.self])
+            let context = Context(store)
+            let ids = try store.write { transaction in
+                var ids = try (0..<10).map { try transaction.insert(StoreTests.person($0)) }
+                // A context takes an id while the write holds a reserved block.
+                contextID = try context.insert(StoreTests.person(100))
+                ids += try (10..<3_000).map { try transaction.insert(StoreTests.person($0)) }
+                #expect(try transaction.record(for: ids[2_999]) == StoreTests.person(2_999))
+                try transaction.delete(ids[2_999])
+                return ids
+            }
+            #expect(ids.map(\.rawValue)[..<10] == [1, 2, 3, 4, 5, 6, 7, 8, 9, 10])
+            let all = Set(ids.map(\.rawValue) + [try #require(contextID).rawValue])
+            #expect(all.count == 3_001, "an id was handed out twice")
+            highest = try #require(all.max())
+            try context.save()
+            #expect(try Context(store).fetchCount(FetchDescriptor<Person>()) == 3_000)
+            try store.close()
+        }
+        let store = try Store(at: folder, for: [Person.self])
+        let next = try store.write { try $0.insert(StoreTests.person(7)) }
+        #expect(next.rawValue == highest + 1, "id \(next.rawValue) after \(highest)")
+        try store.close()
+    }
 }
