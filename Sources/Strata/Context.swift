@@ -173,23 +173,38 @@ public final class Context {
 
     /// The record with this identifier, unsaved changes included, or nil. A record of a
     /// sub-entity is read as `Record` (its parent-entity properties).
+    @inlinable
     public func record<Record: PersistentRecord>(for id: RecordID<Record>) throws -> Record? {
-        let family = store.model.family(of: try store.entityID(of: Record.self))
+        // Inlinable, so the app's compiler specializes this shell for `Record`: an unspecialized
+        // generic function looks up `Optional<Record>`'s metadata on each call. The lookup is
+        // not generic; only decoding is.
+        var record: Record?
+        try withRecordBytes(of: Record.self, id: id.rawValue) { record = try decodeRecord(Record.self, from: $0) }
+        return record
+    }
+
+    /// Calls `body` with the bytes of record `id` of `type`'s entity or a sub-entity, as this
+    /// context sees it (its unsaved change first), if there is one.
+    @usableFromInline
+    func withRecordBytes(of type: any PersistentRecord.Type, id: UInt64, _ body: (UnsafeRawBufferPointer) throws -> Void) throws {
+        let family = store.model.family(of: try store.entityID(of: type))
         for member in family {
-            switch changes[member]?[id.rawValue] {
-            case .upsert(let bytes, _)?: return try bytes.withUnsafeBytes { try store.decode(Record.self, from: $0) }
-            case .delete?: return nil
+            switch changes[member]?[id] {
+            case .upsert(let bytes, _)?: return try bytes.withUnsafeBytes(body)
+            case .delete?: return
             case nil: continue
             }
         }
         let snapshot = try translatingErrors { try store.records.snapshot() }
         for member in family {
-            let record = try translatingErrors {
-                try snapshot.reader(for: member).withRecord(id.rawValue) { try store.decode(Record.self, from: $0) }
-            }
-            if let record { return record }
+            if try translatingErrors({ try snapshot.reader(for: member).withRecordBytes(id, body) }) { return }
         }
-        return nil
+    }
+
+    /// A record decoded from its stored bytes.
+    @usableFromInline
+    func decodeRecord<Record: PersistentRecord>(_ type: Record.Type, from bytes: UnsafeRawBufferPointer) throws -> Record {
+        try store.decode(Record.self, from: bytes)
     }
 
     /// The records a descriptor selects, in its order, with their identifiers; unsaved changes

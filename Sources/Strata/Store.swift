@@ -106,6 +106,11 @@ public final class Store: Sendable {
         do { return try binding.entityID(for: Record.self) } catch { throw StrataError.unknownEntity(Record.entityName) }
     }
 
+    /// `entityID(of:)` for a type known only at run time.
+    func entityID(of type: any PersistentRecord.Type) throws -> UInt32 {
+        do { return try binding.entityID(for: type) } catch { throw StrataError.unknownEntity(type.entityName) }
+    }
+
     /// A record's entity id and stored bytes.
     /// - Throws: `StrataError.unknownEntity`, `.recordCoding`.
     func encode<Record: PersistentRecord>(_ record: Record) throws -> (entityID: UInt32, bytes: [UInt8]) {

@@ -28,10 +28,18 @@ package struct RecordTreeReader: Sendable {
     /// decompressed only up to the end of the record sought, and not cached.
     package func withRecord<T>(_ id: UInt64, _ body: (UnsafeRawBufferPointer) throws -> T) throws -> T? {
         var result: T?
-        switch try lookup(id, { result = try body($0) }) {
-        case .absent: return nil
-        case .found: return result
-        case .overflow(let reference, let pageID): return try resolveOverflow(reference, pageID: pageID).withUnsafeBytes(body)
+        return try withRecordBytes(id, { result = try body($0) }) ? result : nil
+    }
+
+    /// `withRecord` without a result: true when the record exists (and `body` was called).
+    /// Not generic, so a caller that is not specialized makes no type metadata for it.
+    package func withRecordBytes(_ id: UInt64, _ body: (UnsafeRawBufferPointer) throws -> Void) throws -> Bool {
+        switch try lookup(id, body) {
+        case .absent: return false
+        case .found: return true
+        case .overflow(let reference, let pageID):
+            try resolveOverflow(reference, pageID: pageID).withUnsafeBytes(body)
+            return true
         }
     }
 

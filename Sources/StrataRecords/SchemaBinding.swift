@@ -89,9 +89,14 @@ package struct SchemaBinding: Sendable {
 
     /// The entity id of a record type.
     package func entityID<Record: PersistentRecord>(for type: Record.Type) throws -> UInt32 {
+        try entityID(for: type as any PersistentRecord.Type)
+    }
+
+    /// `entityID(for:)` for a type known only at run time.
+    package func entityID(for type: any PersistentRecord.Type) throws -> UInt32 {
         let key = ObjectIdentifier(type)
         if let id = idsByType.ids.withLock({ $0[key] }) { return id }
-        let id = try entityID(of: Record.entityName)
+        let id = try entityID(of: type.entityName)
         idsByType.ids.withLock { $0[key] = id }
         return id
     }

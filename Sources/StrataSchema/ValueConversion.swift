@@ -78,6 +78,14 @@ enum ValueConversion {
         if T.self == UUID.self { return unsafeBitCast(try uuid(from: value, attribute: attribute), to: T.self) }
         if T.self == Data.self { return unsafeBitCast(try data(from: value, attribute: attribute), to: T.self) }
         if T.self == Int64.self { return unsafeBitCast(try integer(Int64.self, from: value, attribute: attribute), to: T.self) }
+        return try decodeOther(T.self, from: value, attribute: attribute)
+    }
+
+    /// `decode` of the types other than the common scalars. Kept out of `decode`, whose
+    /// unspecialized callers would otherwise look up `Optional<T>`'s metadata on every call
+    /// (the casts below need it) even for a `String` or a `Date`.
+    @inline(never)
+    private static func decodeOther<T: Decodable>(_ type: T.Type, from value: Value, attribute: String) throws(RecordCodingError) -> T {
         if let optionalType = T.self as? any OptionalDecodable.Type {
             if value.isNull, let absent = optionalType.absent as? T { return absent }
             return try decodeWrapped(optionalType, from: value, attribute: attribute)
