@@ -34,10 +34,28 @@ public final class Context {
     /// index key → record id (so two inserts of one unique value in a context make one record).
     private var pendingUnique: [UInt32: [UInt32: [[UInt8]: UInt64]]] = [:]
 
+    /// The snapshot every read uses, when the context reads one moment of the store (a
+    /// `Store.read` transaction); nil: each read takes the latest snapshot.
+    private let pinnedSnapshot: RecordSnapshot?
+
     /// A context on `store`.
     public init(_ store: Store, author: String? = nil) {
         self.store = store
         self.author = author
+        pinnedSnapshot = nil
+    }
+
+    /// A context that reads `snapshot` only (for `Store.ReadTransaction`, which never changes
+    /// anything through it).
+    init(_ store: Store, reading snapshot: RecordSnapshot) {
+        self.store = store
+        pinnedSnapshot = snapshot
+    }
+
+    /// The snapshot a read uses: the pinned one, else the latest.
+    private func readSnapshot() throws -> RecordSnapshot {
+        if let pinnedSnapshot { return pinnedSnapshot }
+        return try translatingErrors { try store.records.snapshot() }
     }
 
     /// Whether there are unsaved changes.
@@ -195,7 +213,7 @@ public final class Context {
             case nil: continue
             }
         }
-        let snapshot = try translatingErrors { try store.records.snapshot() }
+        let snapshot = try readSnapshot()
         for member in family {
             if try translatingErrors({ try snapshot.reader(for: member).withRecordBytes(id, body) }) { return }
         }
@@ -232,7 +250,7 @@ public final class Context {
         // scan, which can stop once offset + limit records matched.
         let wanted: Int? = descriptor.sortBy.isEmpty && pending.isEmpty
             ? descriptor.fetchLimit.map { max(0, $0) + max(0, descriptor.fetchOffset ?? 0) } : nil
-        let snapshot = try translatingErrors { try store.records.snapshot() }
+        let snapshot = try readSnapshot()
         let unsaved = pending  // a constant: the per-record closures read it without exclusivity checks
         for member in family {
             let start = found  // ids ascend within one tree, not across trees
@@ -315,7 +333,7 @@ public final class Context {
             }
         }
         if unsaved { return nil }
-        let snapshot = try translatingErrors { try store.records.snapshot() }
+        let snapshot = try readSnapshot()
         for member in family where try translatingErrors({ try snapshot.reader(for: member).get(id) }) != nil { return member }
         return nil
     }
@@ -326,7 +344,7 @@ public final class Context {
         case .upsert(let bytes, _)?: return bytes
         case .delete?: return nil
         case nil:
-            let snapshot = try translatingErrors { try store.records.snapshot() }
+            let snapshot = try readSnapshot()
             return try translatingErrors { try snapshot.reader(for: entityID).get(id) }
         }
     }
@@ -371,7 +389,7 @@ public final class Context {
         guard let uniques = store.uniqueAttributes[entityID] else { return nil }
         let keys = try uniqueKeys(bytes, entityID, uniques)
         guard !keys.isEmpty else { return nil }
-        let snapshot = try store.translating { try store.records.snapshot() }
+        let snapshot = try readSnapshot()
         var found: (id: UInt64, attributeID: UInt32)?
         for (attributeID, key) in keys {
             var ids: [UInt64] = []

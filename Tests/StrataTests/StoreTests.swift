@@ -172,3 +172,46 @@ struct Pet: PersistentRecord, Equatable {
         try store.close()
     }
 }
+
+@Suite struct StoreReadTests {
+    /// Every read of one `Store.read` sees the moment it began: commits made meanwhile (here,
+    /// between two reads of the body) are invisible to it and visible to the next one.
+    @Test func readTransactionsSeeOneMoment() throws {
+        let folder = try temporaryDirectory()
+        defer { removeDirectory(folder) }
+        let store = try Store(at: folder, for: [Person.self])
+        let ids = try store.write { transaction in try (0..<200).map { try transaction.insert(StoreTests.person($0)) } }
+        let adults = FetchDescriptor<Person>(predicate: #Predicate { $0.age >= 18 })
+        let before = try Context(store).fetchCount(adults)
+        try store.read { reader in
+            #expect(try reader.record(for: ids[7]) == StoreTests.person(7))
+            // Another writer commits while the read transaction is open.
+            try store.write { transaction in
+                try transaction.update(ids[7], to: StoreTests.person(1_000))
+                try transaction.delete(ids[8])
+                for index in 200..<250 { try transaction.insert(StoreTests.person(index)) }
+            }
+            #expect(try reader.record(for: ids[7]) == StoreTests.person(7))
+            #expect(try reader.record(for: ids[8]) == StoreTests.person(8))
+            #expect(try reader.fetchCount(adults) == before)
+            #expect(try reader.fetch(FetchDescriptor<Person>()).count == 200)
+            #expect(try reader.record(for: RecordID<Person>(rawValue: 201)) == nil)
+        }
+        try store.read { reader throws in
+            #expect(try reader.record(for: ids[7]) == StoreTests.person(1_000))
+            #expect(try reader.record(for: ids[8]) == nil)
+            #expect(try reader.fetch(FetchDescriptor<Person>()).count == 249)
+        }
+        try store.close()
+    }
+
+    @MainActor @Test func asyncReadRunsOffTheMainActor() async throws {
+        let folder = try temporaryDirectory()
+        defer { removeDirectory(folder) }
+        let store = try Store(at: folder, for: [Person.self])
+        let id = try await store.write { try $0.insert(StoreTests.person(3)) }
+        let record = try await store.read { reader in try reader.record(for: id) }
+        #expect(record == StoreTests.person(3))
+        try store.close()
+    }
+}

@@ -2,9 +2,9 @@ import Foundation
 import Strata
 
 /// read-by-id: 100,000 random lookups by id (seeded; repeats allowed; the same ids as
-/// tree-read-by-id) among the brief's 1,000,000 persons through the public API —
-/// `context.record(for: RecordID<PersonRecord>(rawValue: id))`, which takes a snapshot and
-/// decodes the record into a `PersonRecord` — against SQLite's prepared
+/// tree-read-by-id) among the brief's 1,000,000 persons through the public API — in one
+/// `store.read` transaction (one snapshot), `reader.record(for: RecordID<PersonRecord>(rawValue: id))`,
+/// which decodes the record into a `PersonRecord` — against SQLite's prepared
 /// `SELECT fullName, createdAt, note … WHERE id = ?` in one read transaction (tree-read-by-id's
 /// baseline). Both sides read every field of every record into `PersonChecksum`, which must
 /// equal the checksum of the persons as generated. How the stores are built and the passes
@@ -12,7 +12,7 @@ import Strata
 enum ReadByIDWorkload {
     static let workload = Workload(
         name: "read-by-id",
-        summary: "100k random context.record(for:) among 1M PersonRecords vs. SQLite SELECT … WHERE id = ?",
+        summary: "100k random record(for:) in one store.read among 1M PersonRecords vs. SQLite SELECT … WHERE id = ? in one transaction",
         run: run,
         parts: RecordAPIReadComparison.parts { count in
             let ids = lookupIDs(count: count)
@@ -29,16 +29,18 @@ enum ReadByIDWorkload {
     static func run(_ context: WorkloadContext) throws -> WorkloadResult {
         let ids = lookupIDs(count: RecordAPIWorkloads.recordCount(context.scale))
         let expected = PersonReadAnswer(count: ids.count, checksum: PersonChecksum.expected(ids: ids), ids: nil)
-        let comparison = try RecordAPIReadComparison.run(context, expected: expected) { recordContext in
-            var answer = PersonReadAnswer(count: 0, checksum: PersonChecksum(), ids: nil)
-            for id in ids {
-                guard let record = try recordContext.record(for: RecordID<PersonRecord>(rawValue: id)) else {
-                    throw BenchmarkError.verificationFailed("Strata: person \(id) is missing")
+        let comparison = try RecordAPIReadComparison.run(context, expected: expected) { store in
+            try store.read { reader in
+                var answer = PersonReadAnswer(count: 0, checksum: PersonChecksum(), ids: nil)
+                for id in ids {
+                    guard let record = try reader.record(for: RecordID<PersonRecord>(rawValue: id)) else {
+                        throw BenchmarkError.verificationFailed("Strata: person \(id) is missing")
+                    }
+                    answer.count += 1
+                    answer.checksum.add(record)
                 }
-                answer.count += 1
-                answer.checksum.add(record)
+                return answer
             }
-            return answer
         }
         return comparison.result(
             workload: workload.name,

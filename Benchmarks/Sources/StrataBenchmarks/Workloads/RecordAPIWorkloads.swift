@@ -149,7 +149,7 @@ enum RecordAPIReadComparison {
     /// Runs both sides (see the type's description); the result's fields are those of
     /// `TreeReadComparison`.
     static func run(
-        _ context: WorkloadContext, expected: PersonReadAnswer, strataPass: (Context) throws -> PersonReadAnswer
+        _ context: WorkloadContext, expected: PersonReadAnswer, strataPass: (Store) throws -> PersonReadAnswer
     ) throws -> TreeReadComparison {
         let count = RecordAPIWorkloads.recordCount(context.scale)
         let repetitions = TreeWorkloads.repetitions(context.scale)
@@ -171,7 +171,7 @@ enum RecordAPIReadComparison {
         sync()
         var strataSeconds: [Double] = []
         for _ in 0..<repetitions {
-            let (answer, seconds) = try Stopwatch.time { try strataPass(Context(store)) }
+            let (answer, seconds) = try Stopwatch.time { try strataPass(store) }
             if let difference = answer.difference(from: expected) {
                 throw BenchmarkError.verificationFailed("Strata's pass gave \(difference) (compared with the persons written)")
             }

@@ -24,7 +24,8 @@ enum ScanFilterWorkload {
 
     static func run(_ context: WorkloadContext) throws -> WorkloadResult {
         let expected = RecordAPIWorkloads.expectedNoteMatches(count: RecordAPIWorkloads.recordCount(context.scale))
-        let comparison = try RecordAPIReadComparison.run(context, expected: expected) { recordContext in
+        let comparison = try RecordAPIReadComparison.run(context, expected: expected) { store in
+            let recordContext = Context(store)
             let prefix = Person.scanNotePrefix
             let matches = try recordContext.fetch(FetchDescriptor<PersonRecord>(predicate: #Predicate { $0.note.starts(with: prefix) }))
             var answer = PersonReadAnswer(count: 0, checksum: PersonChecksum(), ids: [])
