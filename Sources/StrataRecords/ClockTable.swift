@@ -75,6 +75,45 @@ package struct ClockTable<Object> {
         while self.cost > budget && keys.count > 1 { evictOne() }
     }
 
+    /// The key the next eviction would remove if nothing is looked up meanwhile: the first
+    /// entry from the hand not marked used (past a whole turn of used ones, the entry at the
+    /// hand). Nil when empty. Changes nothing.
+    package func nextVictim() -> Key? {
+        victimPosition().map { keys[$0] }
+    }
+
+    /// Passes over the next victim as an eviction would pass over a used entry: every entry
+    /// from the hand to it loses its used mark, and the hand moves past it. (An admission
+    /// refused in the victim's favor gives it this second chance, so the next refusal weighs
+    /// another entry — the hand keeps turning even when nothing is inserted.)
+    package mutating func passNextVictim() {
+        guard let victim = victimPosition() else { return }
+        var position = hand < keys.count ? hand : 0
+        while true {
+            referenced[position] = false
+            if position == victim { break }
+            position = position + 1 < keys.count ? position + 1 : 0
+        }
+        hand = victim + 1
+    }
+
+    private func victimPosition() -> Int? {
+        guard !keys.isEmpty else { return nil }
+        let start = hand < keys.count ? hand : 0
+        var position = start
+        for _ in 0..<keys.count {
+            if !referenced[position] { return position }
+            position = position + 1 < keys.count ? position + 1 : 0
+        }
+        return start
+    }
+
+    /// A well-mixed 64-bit hash of a key (what the index uses).
+    @inline(__always)
+    package static func hash(_ key: Key) -> UInt64 {
+        ((key.pageID &* 0x9E37_79B9_7F4A_7C15) ^ (key.lsn &* 0xC2B2_AE3D_27D4_EB4F)) &* 0xFF51_AFD7_ED55_8CCD
+    }
+
     /// Removes every entry.
     package mutating func removeAll() {
         keys.removeAll()
@@ -113,7 +152,7 @@ package struct ClockTable<Object> {
     @inline(__always)
     private func home(_ key: Key) -> Int {
         // Multiplicative hashing of one word; the top bits index the table.
-        Int(truncatingIfNeeded: (((key.pageID &* 0x9E37_79B9_7F4A_7C15) ^ (key.lsn &* 0xC2B2_AE3D_27D4_EB4F)) &* 0xFF51_AFD7_ED55_8CCD) >> shift)
+        Int(truncatingIfNeeded: Self.hash(key) >> shift)
     }
 
     /// The index slot holding `key`, or nil.

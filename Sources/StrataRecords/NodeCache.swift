@@ -43,13 +43,15 @@ package final class CachedNode: CachedPage {
 /// CLOCK (second chance) eviction keeps pages read again since the hand last passed and lets
 /// pages read once go first. Point lookups (`probe`) admit a page on its second miss only
 /// (a `MissFilter` remembers recent misses), so a page read once costs no allocation and
-/// evicts nothing. Thread-safe.
+/// evicts nothing; once the cache is full, only a page looked up more often than the one it
+/// would evict (a `FrequencySketch`, TinyLFU). Thread-safe.
 package final class NodeCache: Sendable {
     private typealias Key = ClockTable<any CachedPage>.Key
 
     private struct State {
         var table: ClockTable<any CachedPage>
         var misses: MissFilter
+        var frequencies: FrequencySketch
     }
 
     private let state: Mutex<State>
@@ -58,7 +60,8 @@ package final class NodeCache: Sendable {
 
     package init(budget: Int = 32 << 20) {
         self.budget = budget
-        state = Mutex(State(table: ClockTable(budget: budget), misses: MissFilter(slots: budget / 4096)))
+        state = Mutex(State(table: ClockTable(budget: budget), misses: MissFilter(slots: budget / 4096),
+                            frequencies: FrequencySketch(capacity: budget / 4096)))
     }
 
     /// The node at `pageID` in `snapshot`, from the cache or read and verified; a node read is
@@ -78,19 +81,32 @@ package final class NodeCache: Sendable {
         case bypass
     }
 
-    /// Looks `pageID` up for a point lookup. A miss is remembered; the page's second miss
-    /// (while remembered) answers `.admit`, its first `.bypass`.
+    /// Looks `pageID` up for a point lookup, counting the lookup in the frequency sketch. A
+    /// miss is remembered; the page's first miss (while remembered) answers `.bypass`, its
+    /// second `.admit` while the cache has room — and once it is full, only when the page was
+    /// looked up more often lately than the page its admission would evict (TinyLFU), else
+    /// `.bypass` again: a full cache keeps the pages looked up most.
     /// - Throws: `RecordTreeError.missingPage` when the snapshot has no such page.
     package func probe(_ pageID: UInt64, in snapshot: Snapshot) throws -> Probe {
         let location = snapshot.location(of: pageID)
         guard !location.isNone else { throw RecordTreeError.missingPage(pageID: pageID) }
         let key = Key(pageID: pageID, lsn: location.lsn)
         return state.withLock { state -> Probe in
+            let hash = ClockTable<any CachedPage>.hash(key)
+            state.frequencies.increment(hash)
             if let entry = state.table.get(key) {
                 if ObjectIdentifier(type(of: entry)) == ObjectIdentifier(CachedNode.self) { return .hit(unsafeDowncast(entry, to: CachedNode.self)) }
                 return .admit  // another kind of page under this key: `node` reports it
             }
-            return state.misses.noteMiss(pageID: key.pageID, lsn: key.lsn) ? .admit : .bypass
+            guard state.misses.noteMiss(pageID: key.pageID, lsn: key.lsn) else { return .bypass }
+            let typicalCost = state.table.count > 0 ? state.table.cost / state.table.count : 4096
+            if state.table.cost + typicalCost <= state.table.budget { return .admit }
+            if let victim = state.table.nextVictim(),
+               state.frequencies.frequency(ClockTable<any CachedPage>.hash(victim)) >= state.frequencies.frequency(hash) {
+                state.table.passNextVictim()
+                return .bypass
+            }
+            return .admit
         }
     }
 

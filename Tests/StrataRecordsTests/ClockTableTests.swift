@@ -120,3 +120,32 @@ import StrataTestSupport
         #expect(table.get(large) !== again && table.cost == 50)
     }
 }
+
+@Suite struct FrequencySketchTests {
+    /// The estimate never undercounts (count-min), stops at 15, and halves after
+    /// `sampleSize` additions; with few keys it is exact.
+    @Test func estimatesAreUpperBoundsThatSaturateAndFade() {
+        let seed = SeededRandom.seed(default: 0xF4E9)
+        print("FrequencySketchTests seed: \(seed)")
+        var random = SeededRandom(seed: seed)
+        var sketch = FrequencySketch(capacity: 64)
+        var counts: [UInt64: Int] = [:]
+        let keys = (0..<40).map { _ in random.next() }
+        for _ in 0..<300 {
+            let key = keys[Int(random.next() % UInt64(keys.count))]
+            sketch.increment(key)
+            counts[key, default: 0] += 1
+        }
+        for (key, count) in counts {
+            #expect(sketch.frequency(key) >= min(15, count), "seed \(seed): key \(key) counted \(count)")
+        }
+        var single = FrequencySketch(capacity: 64)
+        for expected in 1...20 {
+            single.increment(42)
+            #expect(single.frequency(42) == min(15, expected))
+        }
+        // Halving: after sampleSize additions (of other keys), 15 becomes at most 7.
+        for index in 0..<(single.sampleSize - 20) { single.increment(UInt64(1_000 + index)) }
+        #expect(single.frequency(42) <= 7)
+    }
+}

@@ -73,6 +73,47 @@ import StrataTestSupport
         }
     }
 
+    /// Once the cache is full, a page is admitted only when it was looked up more often lately
+    /// than the page it would evict (TinyLFU): a leaf missed twice does not push out leaves
+    /// looked up many times, and a leaf that keeps being looked up gets in.
+    @Test func aFullCacheAdmitsOnlyPagesLookedUpMoreThanItsVictim() throws {
+        let log = try PageLog.open(directory: "/store", fileSystem: MemoryFileSystem())
+        try log.write { transaction in
+            let tree = RecordTreeWriter(transaction: transaction, root: .empty, entityID: 3, schemaVersion: 1, options: RecordTreeOptions())
+            for id in UInt64(1)...2_000 { try tree.insert(id, bytes: Array(repeating: UInt8(truncatingIfNeeded: id), count: 100)) }
+            try RecordTreeTests.saveRoot(try tree.finish(), in: transaction)
+        }
+        let snapshot = try log.snapshot()
+        let root = RecordTreeTests.loadRoot(try snapshot.read(Self.rootPage))
+        // The leaves, from the root interior node: (first id, page id) entries after an
+        // 8-byte header.
+        let rootBytes = try #require(try snapshot.read(root.rootPageID)?.bytes)
+        try #require(rootBytes.first == 2, "the root is an interior node")
+        let leaves: [(firstID: UInt64, pageID: UInt64)] = rootBytes.withUnsafeBytes { raw in
+            let count = Int(UInt16(littleEndian: raw.loadUnaligned(fromByteOffset: 2, as: UInt16.self)))
+            return (0..<count).map { index in
+                (max(1, UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: 8 + 16 * index, as: UInt64.self))),
+                 UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: 16 + 16 * index, as: UInt64.self)))
+            }
+        }
+        try #require(leaves.count >= 20)
+        // Room for the root and six leaves.
+        let leafBytes = try (0..<6).map { try #require(try snapshot.read(leaves[$0].pageID)?.bytes.count) }
+        let cache = NodeCache(budget: rootBytes.count + leafBytes.reduce(0, +))
+        func cached(_ leaf: (firstID: UInt64, pageID: UInt64)) -> Bool { cache.contains(pageID: leaf.pageID, lsn: snapshot.location(of: leaf.pageID).lsn) }
+        let reader = RecordTreeReader(snapshot: snapshot, root: root, cache: cache)
+        for _ in 0..<12 { for leaf in leaves[0..<6] { _ = try reader.get(leaf.firstID) } }
+        #expect(leaves[0..<6].allSatisfy(cached), "six hot leaves fill the cache")
+        let cold = leaves[12]
+        #expect(try reader.get(cold.firstID) == Array(repeating: UInt8(truncatingIfNeeded: cold.firstID), count: 100))
+        #expect(try reader.get(cold.firstID) == Array(repeating: UInt8(truncatingIfNeeded: cold.firstID), count: 100))
+        #expect(!cached(cold), "a leaf missed twice evicted a leaf looked up twelve times")
+        #expect(leaves[0..<6].allSatisfy(cached))
+        for _ in 0..<40 where !cached(cold) { _ = try reader.get(cold.firstID) }
+        #expect(cached(cold), "a leaf looked up more than the others is admitted")
+        #expect(leaves[0..<6].filter(cached).count == 5, "one hot leaf made room")
+    }
+
     /// Leaves with a valid frame (checksum and all) but malformed contents.
     static func malformedLeaves() -> [(String, [UInt8])] {
         func leaf(count: UInt16, entries: [(UInt64, UInt32)], data: Int) -> [UInt8] {
