@@ -37,6 +37,8 @@ public final class Context {
     /// The snapshot every read uses, when the context reads one moment of the store (a
     /// `Store.read` transaction); nil: each read takes the latest snapshot.
     private let pinnedSnapshot: RecordSnapshot?
+    /// With a pinned snapshot: the record type last read and the readers of its family.
+    private var pinnedReaders: (type: ObjectIdentifier, readers: [RecordTreeReader])?
 
     /// A context on `store`.
     public init(_ store: Store, author: String? = nil) {
@@ -205,6 +207,19 @@ public final class Context {
     /// context sees it (its unsaved change first), if there is one.
     @usableFromInline
     func withRecordBytes(of type: any PersistentRecord.Type, id: UInt64, _ body: (UnsafeRawBufferPointer) throws -> Void) throws {
+        if let pinnedSnapshot {
+            // A read transaction: nothing unsaved, one snapshot — the readers of the type's
+            // family are resolved once and reused while the type stays the same.
+            let key = ObjectIdentifier(type)
+            if pinnedReaders?.type != key {
+                let family = store.model.family(of: try store.entityID(of: type))
+                pinnedReaders = (key, family.map { pinnedSnapshot.reader(for: $0) })
+            }
+            for reader in pinnedReaders?.readers ?? [] {
+                if try translatingErrors({ try reader.withRecordBytes(id, body) }) { return }
+            }
+            return
+        }
         let family = store.model.family(of: try store.entityID(of: type))
         for member in family {
             switch changes[member]?[id] {

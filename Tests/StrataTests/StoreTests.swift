@@ -205,6 +205,32 @@ struct Pet: PersistentRecord, Equatable {
         try store.close()
     }
 
+    /// A read transaction finds records of sub-entities through the parent type, and reading
+    /// through one type after another gives each type's answer.
+    @Test func readTransactionsReadThroughEveryTypeOfAHierarchy() throws {
+        let folder = try temporaryDirectory()
+        defer { removeDirectory(folder) }
+        let store = try Store(at: folder, for: graphTypes)
+        let (rex, tom, kit) = try store.write { transaction in
+            (try transaction.insert(Dog(name: "Rex", age: 3, zoo: nil, breed: "Collie")),
+             try transaction.insert(Cat(name: "Tom", age: 5, zoo: nil, isIndoor: true)),
+             try transaction.insert(Puppy(name: "Kit", age: 1, zoo: nil, breed: "Pug", toy: "ball")))
+        }
+        try store.read { reader throws in
+            for _ in 0..<2 {
+                #expect(try reader.record(for: RecordID<Animal>(rawValue: rex.rawValue))?.name == "Rex")
+                #expect(try reader.record(for: rex)?.breed == "Collie")
+                #expect(try reader.record(for: RecordID<Animal>(rawValue: tom.rawValue))?.name == "Tom")
+                #expect(try reader.record(for: RecordID<Dog>(rawValue: tom.rawValue)) == nil, "a cat is no dog")
+                #expect(try reader.record(for: RecordID<Dog>(rawValue: kit.rawValue))?.name == "Kit")
+                #expect(try reader.record(for: kit)?.toy == "ball")
+                #expect(try reader.record(for: tom)?.isIndoor == true)
+            }
+            #expect(try reader.fetchCount(FetchDescriptor<Animal>()) == 3)
+        }
+        try store.close()
+    }
+
     @MainActor @Test func asyncReadRunsOffTheMainActor() async throws {
         let folder = try temporaryDirectory()
         defer { removeDirectory(folder) }
