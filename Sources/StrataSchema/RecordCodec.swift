@@ -107,12 +107,13 @@ package enum RecordCodec {
         return fields
     }
 
-    /// Decodes a record straight into the value slots of a layout: for each field whose id is
-    /// `ids[i]`, `slots[i]` is set to its value; fields of other ids are checked and dropped.
-    /// The same checks and errors as ``decodeFields(_:)``, without building the list of fields.
+    /// The validating pass of decoding a typed record straight from its bytes: the same checks
+    /// and errors as ``decodeFields(_:)`` (UTF-8 of every string included, whatever its id), but
+    /// no values are built. For each field whose id is `ids[i]`, `fields[i]` is set to where
+    /// it is; fields of other ids are checked and dropped; other entries are left as they are.
     ///
-    /// - Parameter ids: ascending attribute ids, `slots.count` of them.
-    static func decodeFields(_ buffer: UnsafeRawBufferPointer, ids: [UInt32], into slots: inout [Value]) throws(FormatError) {
+    /// - Parameter ids: ascending attribute ids; `fields` has room for `ids.count` spans.
+    static func locateFields(_ buffer: UnsafeRawBufferPointer, ids: [UInt32], into fields: UnsafeMutablePointer<FieldSpan>) throws(FormatError) {
         var reader = RecordFieldReader(buffer)
         let count = try reader.readHeader()
         var previous: UInt32?
@@ -120,11 +121,11 @@ package enum RecordCodec {
         var position = 0
         for _ in 0..<count {
             let id = try reader.readAttributeID(after: previous)
-            let value = try reader.readFieldValue(id: id)
-            if case .references = value { holdsReferences = true }
+            let field = try reader.readFieldSpan(id: id)
+            if field.tag == ValueTag.references.rawValue { holdsReferences = true }
             // Both ascending by id: one merge walk.
             while position < ids.count && ids[position] < id { position += 1 }
-            if position < ids.count && ids[position] == id { slots[position] = value }
+            if position < ids.count && ids[position] == id { fields[position] = field }
             previous = id
         }
         guard reader.remaining == 0 else {

@@ -38,14 +38,16 @@ extension RecordDecoder {
     }
 
     /// A record from its stored bytes, named through `layout` as ``decode(_:fields:layout:)``
-    /// names fields, decoded straight into the layout's value slots (no list of fields).
+    /// names fields, with the same results and errors, decoded straight from the bytes.
     ///
     /// - Throws: `FormatError` for bytes that are not a valid record (as
     ///   `RecordCodec.decodeFields`); `RecordCodingError` as ``decode(_:from:)``.
     package func decode<Record: PersistentRecord>(_ type: Record.Type, bytes: UnsafeRawBufferPointer, layout: RecordLayout) throws -> Record {
-        var slots = layout.defaults
-        try RecordCodec.decodeFields(bytes, ids: layout.ids, into: &slots)
-        return try decode(type, slots: slots, layout: layout)
+        // One validating pass notes where each field is; the record's `init(from:)` then reads
+        // its properties straight from the bytes, with no `Value` in between.
+        var state = try RecordDecodingState.locating(bytes, layout: layout, type: Record.self)
+        defer { RecordDecodingState.finish(&state) }
+        return try run(Record.self, RecordDecoding(state: state))
     }
 
     /// A record from the values of `layout`'s attributes (catalog defaults already in place).
@@ -73,6 +75,6 @@ extension RecordDecoder {
                 slots += others.map(\.defaultValue)
             }
         }
-        return try run(Record.self, RecordDecoding(layout: layout, slots: slots, type: Record.self))
+        return try run(Record.self, RecordDecoding(state: .holding(slots, layout: layout, type: Record.self)))
     }
 }

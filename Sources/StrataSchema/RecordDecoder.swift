@@ -1,3 +1,6 @@
+import FoundationEssentials
+import StrataFormat
+
 /// Builds a typed record from its attribute values: `[attribute name: Value]`.
 ///
 /// The inverse of ``RecordEncoder``. An attribute that is absent or `.null` decodes as `nil`
@@ -31,7 +34,7 @@ public struct RecordDecoder: Sendable {
         }
         // Named in a layout made for these values: one container for both decoding paths.
         let layout = RecordLayout(attributes: merged.keys.enumerated().map { ($1, UInt32($0), .null) })
-        return try run(Record.self, RecordDecoding(layout: layout, slots: layout.names.map { merged[$0] ?? .null }, type: Record.self))
+        return try run(Record.self, RecordDecoding(state: .holding(layout.names.map { merged[$0] ?? .null }, layout: layout, type: Record.self)))
     }
 
     /// Runs the record's `init(from:)` on `decoder`.
@@ -46,70 +49,274 @@ public struct RecordDecoder: Sendable {
     }
 }
 
-/// The `Decoder` a record decodes itself from: a key's value is found through the layout
-/// (name → position in `slots`). Three words, so it fits an existential without a box.
-struct RecordDecoding: Decoder {
+/// The fields of a ``RecordDecodingState``, before its spans.
+struct RecordDecodingHeader {
     let layout: RecordLayout
-    /// The value of each attribute of `layout`, `.null` when absent.
-    let slots: [Value]
     /// The record type; its name is only formatted for an error (formatting it for every
     /// record was a measurable share of decoding).
     let type: Any.Type
-    var typeName: String { String(describing: type) }
+    /// Where the type's attribute defaults come from; nil when `slots` already hold them.
+    let defaultsSource: (any PersistentRecord.Type)?
+    /// The record's bytes, which the spans point into; valid only during the decode call.
+    var bytes: UnsafeRawBufferPointer
+    /// The number of spans: one per layout position when decoding from bytes, else 0.
+    var spanCount: Int
+    /// Values by layout position when decoding from values (or from bytes that a decoder kept
+    /// past the call had to be copied out of); else empty.
+    var slots: [Value]
+    /// The type's attribute defaults, once needed.
+    var typeDefaults: [String: Value]?
+    /// Where the next key is looked for first: a synthesized `init(from:)` asks for the keys
+    /// in declaration order, which usually is the layout's (ids are given in that order), and
+    /// an equal name is found by one comparison instead of a scan.
+    var nextPosition: Int
+}
+
+/// What one decode of a record reads its attributes from, shared by the `Decoder`, its
+/// containers and super-decoders: the layout (name → position), and per position either where
+/// the record's bytes hold the field (decoding from bytes: one `FieldSpan` per position after
+/// the header, so state and spans are one allocation) or its value (`slots`, decoding from
+/// values). A class, so the `Decoder` is one reference and fits an existential without a box.
+///
+/// An attribute with no value — absent from the bytes, or `.null` in `slots` — takes the
+/// layout's catalog default, then the type's ``PersistentRecord/attributeDefaults``, which are
+/// asked for only when an attribute needs them (most records hold all their attributes).
+///
+/// Used by one decode call on one thread. The header and spans are reached through pointers,
+/// so their accesses (which never overlap) skip dynamic exclusivity checks.
+final class RecordDecodingState: ManagedBuffer<RecordDecodingHeader, FieldSpan> {
+    /// A state for decoding the record in `bytes`, after the validating pass over them: throws
+    /// what `RecordCodec.decodeFields` throws for bytes that are not a valid record.
+    static func locating(_ bytes: UnsafeRawBufferPointer, layout: RecordLayout,
+                         type: any PersistentRecord.Type) throws(FormatError) -> RecordDecodingState
+    {
+        let count = layout.ids.count
+        let state = make(RecordDecodingHeader(layout: layout, type: type, defaultsSource: type, bytes: bytes, spanCount: count,
+                                              slots: [], typeDefaults: nil, nextPosition: 0), capacity: count)
+        try state.withUnsafeMutablePointerToElements { (spans) throws(FormatError) in
+            spans.initialize(repeating: .absent, count: count)
+            try RecordCodec.locateFields(bytes, ids: layout.ids, into: spans)
+        }
+        return state
+    }
+
+    /// A state for decoding from `slots`, the values of `layout`'s attributes with every
+    /// default already in place.
+    static func holding(_ slots: [Value], layout: RecordLayout, type: Any.Type) -> RecordDecodingState {
+        make(RecordDecodingHeader(layout: layout, type: type, defaultsSource: nil, bytes: UnsafeRawBufferPointer(start: nil, count: 0),
+                                  spanCount: 0, slots: slots, typeDefaults: nil, nextPosition: 0), capacity: 0)
+    }
+
+    private static func make(_ header: RecordDecodingHeader, capacity: Int) -> RecordDecodingState {
+        unsafeDowncast(create(minimumCapacity: capacity) { _ in header }, to: RecordDecodingState.self)
+    }
+
+    /// Ends a decode from bytes, which are the caller's and valid only during the call. When a
+    /// decoder was kept (a record's `init(from:)` may store it), the fields are copied out of
+    /// the bytes into `slots` first, so it reads the same values later and never the pointer.
+    static func finish(_ state: inout RecordDecodingState) {
+        if isKnownUniquelyReferenced(&state) { return }
+        state.withUnsafeMutablePointers { header, spans in
+            header.pointee.slots = (0..<header.pointee.spanCount).map { spans[$0].value(in: header.pointee.bytes) }
+            header.pointee.spanCount = 0
+            header.pointee.bytes = UnsafeRawBufferPointer(start: nil, count: 0)
+        }
+    }
+
+    var layout: RecordLayout { withUnsafeMutablePointerToHeader { $0.pointee.layout } }
+    var typeName: String { String(describing: withUnsafeMutablePointerToHeader { $0.pointee.type }) }
+
+    /// The layout position of the attribute `name`, or nil.
+    @inline(__always)
+    func position(of name: String) -> Int? {
+        withUnsafeMutablePointerToHeader { header in
+            let names = header.pointee.layout.names
+            let guess = header.pointee.nextPosition
+            if guess < names.count && names[guess] == name {
+                header.pointee.nextPosition = guess + 1
+                return guess
+            }
+            guard let position = header.pointee.layout.position(of: name) else { return nil }
+            header.pointee.nextPosition = position + 1
+            return position
+        }
+    }
+
+    /// Where the record's bytes hold the attribute `name`; `.absent` when they do not (or
+    /// when decoding from values): the caller then falls back to ``value(forKey:)``.
+    @inline(__always)
+    func field(named name: String) -> FieldSpan {
+        guard let position = position(of: name) else { return .absent }
+        return withUnsafeMutablePointers { header, spans in position < header.pointee.spanCount ? spans[position] : .absent }
+    }
+
+    /// The bytes `field` (from ``field(named:)``) points into.
+    @inline(__always)
+    var bytes: UnsafeRawBufferPointer { withUnsafeMutablePointerToHeader { $0.pointee.bytes } }
+
+    /// The value of the attribute `name`, `.null` when it has none (defaults applied).
+    func value(forKey name: String) -> Value {
+        if let position = layout.position(of: name) {
+            let value = value(at: position)
+            if !value.isNull { return value }
+        }
+        return typeDefault(of: name)
+    }
+
+    /// Whether the attribute `name` has a value (defaults applied), without building it.
+    func contains(_ name: String) -> Bool {
+        if let position = layout.position(of: name), hasValue(at: position) { return true }
+        return !typeDefault(of: name).isNull
+    }
+
+    /// The names with a value: the layout's in its order, then those only the type's defaults
+    /// have, in the defaults' order (as decoding through values names them).
+    var presentNames: [String] {
+        let layout = layout
+        var names = layout.names.indices.filter { hasValue(at: $0) || !typeDefault(of: layout.names[$0]).isNull }.map { layout.names[$0] }
+        for (name, value) in typeDefaults where !value.isNull && layout.position(of: name) == nil { names.append(name) }
+        return names
+    }
+
+    /// The value at a layout position from the bytes, the slots or the catalog default; `.null`
+    /// when none has one.
+    private func value(at position: Int) -> Value {
+        withUnsafeMutablePointers { header, spans in
+            if position < header.pointee.spanCount && spans[position].tag != 0 { return spans[position].value(in: header.pointee.bytes) }
+            if position < header.pointee.slots.count && !header.pointee.slots[position].isNull { return header.pointee.slots[position] }
+            return header.pointee.layout.defaults[position]
+        }
+    }
+
+    private func hasValue(at position: Int) -> Bool {
+        withUnsafeMutablePointers { header, spans in
+            (position < header.pointee.spanCount && spans[position].tag != 0)
+                || (position < header.pointee.slots.count && !header.pointee.slots[position].isNull)
+                || !header.pointee.layout.defaults[position].isNull
+        }
+    }
+
+    private var typeDefaults: [String: Value] {
+        withUnsafeMutablePointerToHeader { header in
+            if let defaults = header.pointee.typeDefaults { return defaults }
+            let defaults = header.pointee.defaultsSource?.attributeDefaults ?? [:]
+            header.pointee.typeDefaults = defaults
+            return defaults
+        }
+    }
+
+    private func typeDefault(of name: String) -> Value { typeDefaults[name] ?? .null }
+}
+
+/// The `Decoder` a record decodes itself from: one reference to the decode's state, so it
+/// fits an existential without a box.
+struct RecordDecoding: Decoder {
+    let state: RecordDecodingState
     var codingPath: [any CodingKey] { [] }
     var userInfo: [CodingUserInfoKey: Any] { [:] }
 
-    /// The value of the attribute `name`, `.null` when absent.
-    @inline(__always)
-    func value(forKey name: String) -> Value {
-        guard let position = layout.position(of: name) else { return .null }
-        return slots[position]
-    }
-
-    /// The names with a non-null value.
-    var presentNames: [String] { layout.names.indices.filter { !slots[$0].isNull }.map { layout.names[$0] } }
-
     func container<Key: CodingKey>(keyedBy _: Key.Type) throws -> KeyedDecodingContainer<Key> {
-        KeyedDecodingContainer(RecordKeyedDecodingContainer<Key>(decoder: self))
+        KeyedDecodingContainer(RecordKeyedDecodingContainer<Key>(state: state))
     }
 
     func unkeyedContainer() throws -> any UnkeyedDecodingContainer {
-        throw RecordCodingError.unsupportedStructure(type: typeName, reason: "it decodes from an unkeyed container; a record needs a keyed container")
+        throw RecordCodingError.unsupportedStructure(type: state.typeName, reason: "it decodes from an unkeyed container; a record needs a keyed container")
     }
 
     func singleValueContainer() throws -> any SingleValueDecodingContainer {
-        throw RecordCodingError.unsupportedStructure(type: typeName, reason: "it decodes from a single value; a record needs a keyed container")
+        throw RecordCodingError.unsupportedStructure(type: state.typeName, reason: "it decodes from a single value; a record needs a keyed container")
     }
 }
 
-/// Reads each key's value from the record's attributes.
+/// Reads each key's value from the record's attributes. The concrete overloads and the common
+/// scalars of the generic ones read a field straight from the record's bytes; everything else
+/// (absent attributes and their defaults, other types, type mismatches and their errors) goes
+/// through the attribute's `Value` and `ValueConversion`, as decoding from values does.
 struct RecordKeyedDecodingContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
-    let decoder: RecordDecoding
+    let state: RecordDecodingState
     var codingPath: [any CodingKey] { [] }
 
-    /// The keys with a non-null value.
-    var allKeys: [Key] { decoder.presentNames.compactMap { Key(stringValue: $0) } }
+    /// The keys with a value.
+    var allKeys: [Key] { state.presentNames.compactMap { Key(stringValue: $0) } }
 
-    func contains(_ key: Key) -> Bool { !decoder.value(forKey: key.stringValue).isNull }
+    func contains(_ key: Key) -> Bool {
+        let name = key.stringValue
+        return state.field(named: name).tag != 0 || state.contains(name)
+    }
 
     func decodeNil(forKey key: Key) throws -> Bool { !contains(key) }
 
     func decode<T: Decodable>(_: T.Type, forKey key: Key) throws -> T {
-        try ValueConversion.decode(T.self, from: decoder.value(forKey: key.stringValue), attribute: key.stringValue)
+        let name = key.stringValue
+        return try decode(T.self, state.field(named: name), name: name)
     }
 
-    /// An optional attribute: nil when absent or null, else its value, with one lookup.
+    /// An optional attribute: nil when it has no value, else its value.
     func decodeIfPresent<T: Decodable>(_: T.Type, forKey key: Key) throws -> T? {
-        let value = decoder.value(forKey: key.stringValue)
+        let name = key.stringValue
+        let field = state.field(named: name)
+        if field.tag != 0 { return try decode(T.self, field, name: name) }
+        let value = state.value(forKey: name)
         if value.isNull { return nil }
-        return try ValueConversion.decode(T.self, from: value, attribute: key.stringValue)
+        return try ValueConversion.decode(T.self, from: value, attribute: name)
+    }
+
+    /// The value of type `T` of the attribute `name`, whose field is `field`: the common
+    /// scalars by metatype identity straight from the bytes (as `ValueConversion.decode`
+    /// tells them), the rest through the attribute's value.
+    @inline(__always)
+    private func decode<T: Decodable>(_: T.Type, _ field: FieldSpan, name: String) throws(RecordCodingError) -> T {
+        if T.self == String.self, field.tag == ValueTag.string.rawValue { return unsafeBitCast(field.string(in: state.bytes), to: T.self) }
+        if T.self == Date.self, field.tag == ValueTag.date.rawValue { return unsafeBitCast(field.date, to: T.self) }
+        if T.self == Int.self, field.tag == ValueTag.int.rawValue, let int = Int(exactly: Int64(bitPattern: field.bits)) {
+            return unsafeBitCast(int, to: T.self)
+        }
+        if T.self == Double.self, field.tag == ValueTag.double.rawValue { return unsafeBitCast(Double(bitPattern: field.bits), to: T.self) }
+        if T.self == Bool.self, field.tag == ValueTag.true.rawValue || field.tag == ValueTag.false.rawValue {
+            return unsafeBitCast(field.tag == ValueTag.true.rawValue, to: T.self)
+        }
+        if T.self == UUID.self, field.tag == ValueTag.uuid.rawValue { return unsafeBitCast(field.uuid(in: state.bytes), to: T.self) }
+        if T.self == Data.self, field.tag == ValueTag.data.rawValue { return unsafeBitCast(Data(field.bytes(in: state.bytes)), to: T.self) }
+        if T.self == Int64.self, field.tag == ValueTag.int.rawValue { return unsafeBitCast(Int64(bitPattern: field.bits), to: T.self) }
+        return try ValueConversion.decode(T.self, from: value(field, name: name), attribute: name)
+    }
+
+    /// The attribute's value: the field's, else the defaults' (`.null` for none).
+    @inline(__always)
+    private func value(_ field: FieldSpan, name: String) -> Value {
+        field.tag != 0 ? field.value(in: state.bytes) : state.value(forKey: name)
     }
 
     // The concrete overloads synthesized conformances call: no generic conversion.
-    func decode(_: String.Type, forKey key: Key) throws -> String { try ValueConversion.string(from: value(key), attribute: key.stringValue) }
-    func decode(_: Bool.Type, forKey key: Key) throws -> Bool { try ValueConversion.bool(from: value(key), attribute: key.stringValue) }
-    func decode(_: Double.Type, forKey key: Key) throws -> Double { try ValueConversion.double(from: value(key), attribute: key.stringValue) }
-    func decode(_: Float.Type, forKey key: Key) throws -> Float { try ValueConversion.float(from: value(key), attribute: key.stringValue) }
+    func decode(_: String.Type, forKey key: Key) throws -> String {
+        let name = key.stringValue
+        let field = state.field(named: name)
+        if field.tag == ValueTag.string.rawValue { return field.string(in: state.bytes) }
+        return try ValueConversion.string(from: value(field, name: name), attribute: name)
+    }
+
+    func decode(_: Bool.Type, forKey key: Key) throws -> Bool {
+        let name = key.stringValue
+        let field = state.field(named: name)
+        if field.tag == ValueTag.true.rawValue { return true }
+        if field.tag == ValueTag.false.rawValue { return false }
+        return try ValueConversion.bool(from: value(field, name: name), attribute: name)
+    }
+
+    func decode(_: Double.Type, forKey key: Key) throws -> Double {
+        let name = key.stringValue
+        let field = state.field(named: name)
+        if field.tag == ValueTag.double.rawValue { return Double(bitPattern: field.bits) }
+        return try ValueConversion.double(from: value(field, name: name), attribute: name)
+    }
+
+    func decode(_: Float.Type, forKey key: Key) throws -> Float {
+        let name = key.stringValue
+        let field = state.field(named: name)
+        if field.tag == ValueTag.double.rawValue { return Float(Double(bitPattern: field.bits)) }
+        return try ValueConversion.float(from: value(field, name: name), attribute: name)
+    }
+
     func decode(_: Int.Type, forKey key: Key) throws -> Int { try integer(key) }
     func decode(_: Int8.Type, forKey key: Key) throws -> Int8 { try integer(key) }
     func decode(_: Int16.Type, forKey key: Key) throws -> Int16 { try integer(key) }
@@ -122,34 +329,50 @@ struct RecordKeyedDecodingContainer<Key: CodingKey>: KeyedDecodingContainerProto
     func decode(_: UInt64.Type, forKey key: Key) throws -> UInt64 { try integer(key) }
 
     func decodeIfPresent(_: String.Type, forKey key: Key) throws -> String? {
-        let value = value(key)
-        return value.isNull ? nil : try ValueConversion.string(from: value, attribute: key.stringValue)
+        let name = key.stringValue
+        let field = state.field(named: name)
+        if field.tag == ValueTag.string.rawValue { return field.string(in: state.bytes) }
+        let value = value(field, name: name)
+        return value.isNull ? nil : try ValueConversion.string(from: value, attribute: name)
     }
 
     func decodeIfPresent(_: Bool.Type, forKey key: Key) throws -> Bool? {
-        let value = value(key)
-        return value.isNull ? nil : try ValueConversion.bool(from: value, attribute: key.stringValue)
+        let name = key.stringValue
+        let field = state.field(named: name)
+        if field.tag == ValueTag.true.rawValue { return true }
+        if field.tag == ValueTag.false.rawValue { return false }
+        let value = value(field, name: name)
+        return value.isNull ? nil : try ValueConversion.bool(from: value, attribute: name)
     }
 
     func decodeIfPresent(_: Double.Type, forKey key: Key) throws -> Double? {
-        let value = value(key)
-        return value.isNull ? nil : try ValueConversion.double(from: value, attribute: key.stringValue)
+        let name = key.stringValue
+        let field = state.field(named: name)
+        if field.tag == ValueTag.double.rawValue { return Double(bitPattern: field.bits) }
+        let value = value(field, name: name)
+        return value.isNull ? nil : try ValueConversion.double(from: value, attribute: name)
     }
 
-    func decodeIfPresent(_: Int.Type, forKey key: Key) throws -> Int? {
-        value(key).isNull ? nil : try integer(key)
-    }
+    func decodeIfPresent(_: Int.Type, forKey key: Key) throws -> Int? { try optionalInteger(key) }
+    func decodeIfPresent(_: Int64.Type, forKey key: Key) throws -> Int64? { try optionalInteger(key) }
 
-    func decodeIfPresent(_: Int64.Type, forKey key: Key) throws -> Int64? {
-        value(key).isNull ? nil : try integer(key)
-    }
-
-    @inline(__always)
-    private func value(_ key: Key) -> Value { decoder.value(forKey: key.stringValue) }
-
+    /// An integer of type `I`, range-checked; a stored one in range is read straight from its
+    /// field, anything else (and its error) through the attribute's value.
     @inline(__always)
     private func integer<I: FixedWidthInteger>(_ key: Key) throws(RecordCodingError) -> I {
-        try ValueConversion.integer(I.self, from: value(key), attribute: key.stringValue)
+        let name = key.stringValue
+        let field = state.field(named: name)
+        if field.tag == ValueTag.int.rawValue, let converted = I(exactly: Int64(bitPattern: field.bits)) { return converted }
+        return try ValueConversion.integer(I.self, from: value(field, name: name), attribute: name)
+    }
+
+    @inline(__always)
+    private func optionalInteger<I: FixedWidthInteger>(_ key: Key) throws(RecordCodingError) -> I? {
+        let name = key.stringValue
+        let field = state.field(named: name)
+        if field.tag == ValueTag.int.rawValue, let converted = I(exactly: Int64(bitPattern: field.bits)) { return converted }
+        let value = value(field, name: name)
+        return value.isNull ? nil : try ValueConversion.integer(I.self, from: value, attribute: name)
     }
 
     func nestedContainer<NestedKey: CodingKey>(keyedBy _: NestedKey.Type, forKey key: Key) throws -> KeyedDecodingContainer<NestedKey> {
@@ -161,13 +384,13 @@ struct RecordKeyedDecodingContainer<Key: CodingKey>: KeyedDecodingContainerProto
     }
 
     /// The superclass decodes from the same record (its attributes are inherited ones).
-    func superDecoder() throws -> any Decoder { decoder }
+    func superDecoder() throws -> any Decoder { RecordDecoding(state: state) }
 
     func superDecoder(forKey key: Key) throws -> any Decoder {
         throw unsupported("attribute \(key.stringValue) asks for a keyed super-decoder; use superDecoder() without a key")
     }
 
     private func unsupported(_ reason: String) -> RecordCodingError {
-        .unsupportedStructure(type: decoder.typeName, reason: reason)
+        .unsupportedStructure(type: state.typeName, reason: reason)
     }
 }
