@@ -49,7 +49,10 @@ package enum SchemaBindingError: Error, Equatable, Sendable, CustomStringConvert
 /// so a record written under an older version is read through the current version's ids —
 /// a renamed attribute keeps its id, a dropped one is ignored, an added one takes its default.
 /// No page is rewritten when the schema changes (Architecture.md, invariant 18).
-package struct SchemaBinding: Sendable {
+///
+/// A class (immutable, shared): callers reach it through a store on every record coded, and
+/// a struct of this many references was copied — retained field by field — on each access.
+package final class SchemaBinding: Sendable {
     package let catalog: SchemaCatalog
     package let versionID: UInt32
     package let version: CatalogVersion
