@@ -142,7 +142,8 @@ extension Store {
 /// Used on the transaction's thread only, so its counters skip exclusivity checks.
 final class BulkInsertTarget {
     let type: ObjectIdentifier
-    let layout: RecordLayout
+    /// Encodes the type's records, reusing its state and buffer from one record to the next.
+    let encoder: RecordEncodingSession
     let rootID: UInt32
     let tree: RecordTreeWriter
     /// Identifiers reserved from the store's counter and not handed out yet.
@@ -157,7 +158,7 @@ final class BulkInsertTarget {
 
     init(type: ObjectIdentifier, layout: RecordLayout, rootID: UInt32, tree: RecordTreeWriter) {
         self.type = type
-        self.layout = layout
+        encoder = RecordEncodingSession(layout: layout)
         self.rootID = rootID
         self.tree = tree
     }
@@ -181,8 +182,9 @@ extension Store.WriteTransaction {
     /// Inserts `record` into `target`'s tree under a new id, which it returns.
     fileprivate func insert<Record: PersistentRecord>(_ record: Record, into target: BulkInsertTarget) throws -> UInt64 {
         let bytes: [UInt8]
-        do { bytes = try store.binding.encode(record, layout: target.layout) } catch {
-            throw StrataError.recordCoding(reason: "\(error)")
+        do { bytes = try target.encoder.encode(record) } catch {
+            // Worded as the general path (`Store.encode`) words it.
+            throw StrataError.recordCoding(reason: "\(SchemaBindingError.recordCoding("\(error)"))")
         }
         if target.reserved.isEmpty {
             let first = store.reserveIDs(root: target.rootID, count: target.blockSize)
@@ -193,6 +195,7 @@ extension Store.WriteTransaction {
         target.reserved = (id + 1)..<target.reserved.upperBound
         target.highestUsed = max(target.highestUsed, id)
         try store.translating { try target.tree.insert(id, bytes: bytes) }
+        target.encoder.recycle(bytes)  // the tree copied them
         return id
     }
 

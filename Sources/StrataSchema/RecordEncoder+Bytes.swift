@@ -13,13 +13,58 @@ extension RecordEncoder {
     ///
     /// - Throws: as ``encode(_:attributeIDs:)``.
     package func encode<Record: Encodable>(_ record: Record, layout: RecordLayout) throws(RecordCodingError) -> [UInt8] {
+        try encode(record, into: RecordEncodingState(type: Record.self, layout: layout))
+    }
+
+    /// Encodes `record` with `state` (fresh, or reset) and returns its bytes.
+    func encode<Record: Encodable>(_ record: Record, into state: RecordEncodingState) throws(RecordCodingError) -> [UInt8] {
         // Values go straight into the record's bytes; only names without an id are kept by name.
-        let state = try run(record, RecordEncodingState(type: Record.self, layout: layout))
+        _ = try run(record, state)
         if !state.values.isEmpty,
            let unknown = state.values.filter({ !$0.value.isNull }).keys.min()  // the least name: the same error every run
         {
             throw .unknownAttribute(type: String(describing: Record.self), attribute: unknown)
         }
         return state.encodedBytes()
+    }
+}
+
+/// Encodes many records with one layout one after another (a bulk insert), reusing one
+/// encoding state and one byte buffer instead of allocating both per record: the bytes of
+/// `encode` given back with `recycle` become the next record's buffer.
+///
+/// A state is reused only when nothing kept it (a record's `encode(to:)` may store its
+/// encoder or container; such a state is left to it and a new one made). The same bytes and
+/// errors as `RecordEncoder.encode(_:layout:)`. Not thread-safe: one per transaction.
+package final class RecordEncodingSession {
+    package let layout: RecordLayout
+    private var spare: RecordEncodingState?
+    private var spareBuffer: [UInt8] = []
+
+    package init(layout: RecordLayout) {
+        self.layout = layout
+    }
+
+    /// The record's bytes in the `RecordCodec` encoding, keyed by `layout`'s ids.
+    /// - Throws: as `RecordEncoder.encode(_:layout:)`.
+    package func encode<Record: Encodable>(_ record: Record) throws(RecordCodingError) -> [UInt8] {
+        var state: RecordEncodingState
+        if let spare {
+            self.spare = nil
+            state = spare
+            var buffer: [UInt8] = []
+            swap(&buffer, &spareBuffer)
+            state.reset(type: Record.self, buffer: buffer)
+        } else {
+            state = RecordEncodingState(type: Record.self, layout: layout)
+        }
+        defer { if isKnownUniquelyReferenced(&state) { spare = state } }
+        return try RecordEncoder().encode(record, into: state)
+    }
+
+    /// Gives back the bytes of an earlier `encode`, once the caller no longer needs them, to
+    /// be written over by the next record.
+    package func recycle(_ bytes: consuming [UInt8]) {
+        spareBuffer = bytes
     }
 }

@@ -16,7 +16,7 @@ import StrataFormat
 /// it ends up null. Encoding to names (`layout` nil), every value goes to `values`.
 final class RecordEncodingState {
     /// The record type; its name is formatted only for an error.
-    let type: Any.Type
+    private(set) var type: Any.Type
     var typeName: String { String(describing: type) }
     let layout: RecordLayout?
     @exclusivity(unchecked) var values: [String: Value] = [:]
@@ -42,6 +42,21 @@ final class RecordEncodingState {
             writer.append(RecordCodec.baseFormat)
             writer.append(UInt8(0))
         }
+    }
+
+    /// Makes a state that encoded a record (with a layout) ready for the next one, writing
+    /// into `buffer` (emptied, its capacity kept) — `RecordEncodingSession`'s reuse.
+    func reset(type: Any.Type, buffer: consuming [UInt8]) {
+        self.type = type
+        values.removeAll(keepingCapacity: true)
+        writer.reset(buffer)
+        writer.append(RecordCodec.baseFormat)
+        writer.append(UInt8(0))
+        writtenCount = 0
+        holdsReferences = false
+        lastPosition = -1
+        fields = nil
+        failure = nil
     }
 
     /// Stores the value of the attribute `name`; a later value for the same name replaces it.

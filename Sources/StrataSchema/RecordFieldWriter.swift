@@ -19,6 +19,12 @@ struct RecordFieldWriter {
         return taken
     }
 
+    /// Starts again, writing into `buffer` (emptied, its capacity kept).
+    mutating func reset(_ buffer: consuming [UInt8]) {
+        bytes = buffer
+        bytes.removeAll(keepingCapacity: true)
+    }
+
     /// Makes room for `capacity` bytes in all.
     mutating func reserve(_ capacity: Int) { bytes.reserveCapacity(capacity) }
 

@@ -142,6 +142,55 @@ import StrataTestSupport
         }
     }
 
+    /// A record whose `encode(to:)` keeps its container (so the session must not reuse the
+    /// state it wrote into) and writes one attribute.
+    final class ContainerKeeper: Encodable {
+        nonisolated(unsafe) static var kept: [Any] = []
+        let value: Int64
+        init(_ value: Int64) { self.value = value }
+        enum CodingKeys: String, CodingKey { case a0 }
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(value, forKey: .a0)
+            Self.kept.append(container)
+        }
+    }
+
+    /// A session reusing its state and buffer gives, record after record, exactly the bytes
+    /// and errors of a fresh encoder — in any order of keys, after a failed record, with bytes
+    /// given back or not, and when a record kept its container.
+    @Test func encodingSessionsMatchFreshEncoders() throws {
+        let seed = SeededRandom.seed(default: 0x5E55)
+        print("RecordDirectCodingTests.encodingSessionsMatchFreshEncoders seed: \(seed)")
+        var random = SeededRandom(seed: seed)
+        let layout = RecordLayout(attributes: (0..<12).map { ("a\($0)", UInt32($0 * 2 + 1), .null) })
+        let session = RecordEncodingSession(layout: layout)
+        for round in 0..<600 {
+            var steps: [(name: String, value: Int64?)] = []
+            for index in 0..<12 where random.next() % 3 != 0 {
+                steps.append(("a\(index)", random.next() % 6 == 0 ? nil : Int64(bitPattern: random.next()) >> 3))
+            }
+            if random.next() % 4 == 0 { steps.shuffle(using: &random) }
+            if random.next() % 25 == 0 { steps.append(("unknown", 1)) }  // an unknown attribute: an error
+            let record = Scripted(steps: steps)
+            let fresh = Result { () throws(RecordCodingError) in try encoder.encode(record, layout: layout) }
+            let reused = Result { () throws(RecordCodingError) in try session.encode(record) }
+            switch (fresh, reused) {
+            case (.success(let a), .success(let b)):
+                #expect(a == b, "round \(round), seed \(seed)")
+                if random.next() % 2 == 0 { session.recycle(b) }
+            case (.failure(let a), .failure(let b)): #expect(a == b, "round \(round), seed \(seed)")
+            default: Issue.record("round \(round): fresh \(fresh), session \(reused), seed \(seed)")
+            }
+            if round % 50 == 0 {
+                // A record that keeps its container: its bytes stay its own.
+                let kept = try session.encode(ContainerKeeper(Int64(round)))
+                #expect(kept == RecordCodec.encode([1: .int(Int64(round))]))
+            }
+        }
+        ContainerKeeper.kept.removeAll()
+    }
+
     @Test func fieldsInAnyOrderEncodeCanonicallyAndTheLastValueWins() {
         let fields: [(id: UInt32, value: Value)] = [(9, .int(1)), (2, .string("a")), (9, .int(2)), (4, .bool(true)), (2, .null), (300, .double(1))]
         #expect(RecordCodec.encode(fields: fields) == RecordCodec.encode([9: .int(2), 2: .null, 4: .bool(true), 300: .double(1)]))
