@@ -77,3 +77,39 @@ struct Ranked: PersistentRecord, Equatable {
         #expect(store.fetchPlanCounts.indexed == indexedBefore && store.fetchPlanCounts.scanned == scannedBefore + 1)
     }
 }
+
+/// A record with an indexed attribute and no unique one: `Store.write` inserts it on the bulk
+/// path, which must keep the index exact.
+struct Tagged: PersistentRecord, Equatable {
+    static var attributeOptions: [String: Attribute.Options] { ["tag": [.indexed]] }
+    var tag: Int
+    var note: String
+}
+
+@Suite struct BulkIndexedInsertTests {
+    /// Thousands of bulk inserts (past every id block size), a delete and an update in the same
+    /// transaction: every indexed fetch returns exactly what a scan finds, and reads the index.
+    @Test func bulkInsertsKeepIndexesExact() throws {
+        let folder = try temporaryDirectory()
+        defer { removeDirectory(folder) }
+        let store = try Store(at: folder, for: [Tagged.self])
+        let ids = try store.write { transaction in
+            let ids = try (0..<5_000).map { try transaction.insert(Tagged(tag: $0 % 37, note: "n\($0)")) }
+            try transaction.delete(ids[10])
+            try transaction.update(ids[11], to: Tagged(tag: 1_000, note: "moved"))
+            for index in 5_000..<5_100 { try transaction.insert(Tagged(tag: index % 37, note: "n\(index)")) }
+            return ids
+        }
+        #expect(Set(ids.map(\.rawValue)).count == 5_000)
+        let context = Context(store)
+        let all = try context.fetch(FetchDescriptor<Tagged>())
+        #expect(all.count == 5_099)
+        let before = store.fetchPlanCounts.indexed
+        for tag in [0, 1, 10, 36, 1_000] {
+            let indexed = try context.fetch(FetchDescriptor<Tagged>(predicate: #Predicate { $0.tag == tag }))
+            #expect(indexed.map(\.id) == all.filter { $0.record.tag == tag }.map(\.id), "tag \(tag)")
+        }
+        #expect(store.fetchPlanCounts.indexed == before + 5, "every fetch read the index")
+        try store.close()
+    }
+}
