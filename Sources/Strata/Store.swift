@@ -95,6 +95,19 @@ public final class Store: Sendable {
         try self.init(at: path, schema: schema, configuration: configuration)
     }
 
+    /// Frees the memory the store can do without — its cache of decompressed pages — and
+    /// returns how many bytes that was. Call it when the system asks the app to use less
+    /// memory (a memory warning, moving to the background); reads refill the cache as they
+    /// need it. Nothing stored or unsaved is affected.
+    @discardableResult
+    public func releaseMemory() -> Int {
+        records.cache.removeAll()
+    }
+
+    /// The bytes of decompressed pages the store caches now (at most about
+    /// `Configuration.cacheBytes`).
+    public var cachedBytes: Int { records.cache.cachedBytes }
+
     /// Checkpoints and closes the store. Contexts with unsaved changes lose them.
     public func close() throws {
         try translatingErrors { try records.log.close() }

@@ -139,6 +139,20 @@ package final class NodeCache: Sendable {
         state.withLock { $0.table.contains(Key(pageID: pageID, lsn: lsn)) }
     }
 
+    /// Drops every cached page (they are read again when needed), keeping what the cache
+    /// learned of their popularity; returns the bytes of pages dropped.
+    @discardableResult
+    package func removeAll() -> Int {
+        state.withLock { state in
+            let bytes = state.table.cost
+            state.table.removeAll()
+            return bytes
+        }
+    }
+
+    /// The bytes of pages cached now.
+    package var cachedBytes: Int { state.withLock { $0.table.cost } }
+
     /// Caches `node`, the verified image of `pageID` written at `lsn`.
     func insert(_ node: any CachedPage, pageID: UInt64, lsn: UInt64) {
         let cost = node.byteCount

@@ -231,6 +231,30 @@ struct Pet: PersistentRecord, Equatable {
         try store.close()
     }
 
+    /// `releaseMemory()` empties the page cache and reports its size; reads refill it and
+    /// return the same records.
+    @Test func releasingMemoryEmptiesTheCacheAndLosesNothing() throws {
+        let folder = try temporaryDirectory()
+        defer { removeDirectory(folder) }
+        let store = try Store(at: folder, for: [Person.self])
+        let ids = try store.write { transaction in try (0..<3_000).map { try transaction.insert(StoreTests.person($0)) } }
+        func readAll() throws {
+            try store.read { reader throws in
+                for (index, id) in ids.enumerated() where index % 7 == 0 {
+                    #expect(try reader.record(for: id) == StoreTests.person(index))
+                }
+            }
+        }
+        try readAll()
+        try readAll()  // second misses admit leaves
+        let cached = store.cachedBytes
+        #expect(cached > 0)
+        #expect(store.releaseMemory() == cached)
+        #expect(store.cachedBytes == 0)
+        try readAll()
+        try store.close()
+    }
+
     @MainActor @Test func asyncReadRunsOffTheMainActor() async throws {
         let folder = try temporaryDirectory()
         defer { removeDirectory(folder) }
