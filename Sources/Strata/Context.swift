@@ -39,6 +39,8 @@ public final class Context {
     private let pinnedSnapshot: RecordSnapshot?
     /// With a pinned snapshot: the record type last read and the readers of its family.
     private var pinnedReaders: (type: ObjectIdentifier, readers: [RecordTreeReader])?
+    /// The record type last decoded by `record(for:)` and its entity's layout.
+    private var lastLayout: (type: ObjectIdentifier, layout: RecordLayout)?
 
     /// A context on `store`.
     public init(_ store: Store, author: String? = nil) {
@@ -234,10 +236,21 @@ public final class Context {
         }
     }
 
-    /// A record decoded from its stored bytes.
+    /// A record decoded from its stored bytes. The layout of the type last decoded is kept,
+    /// so reading records of one type one after another looks nothing up per record.
     @usableFromInline
     func decodeRecord<Record: PersistentRecord>(_ type: Record.Type, from bytes: UnsafeRawBufferPointer) throws -> Record {
-        try store.decode(Record.self, from: bytes)
+        let key = ObjectIdentifier(Record.self)
+        let layout: RecordLayout
+        if let last = lastLayout, last.type == key {
+            layout = last.layout
+        } else {
+            layout = store.binding.layout(of: try store.entityID(of: Record.self))
+            lastLayout = (key, layout)
+        }
+        do { return try store.binding.decode(Record.self, from: bytes, layout: layout) } catch {
+            throw StrataError.recordCoding(reason: "\(error)")  // as `Store.decode` words it
+        }
     }
 
     /// The records a descriptor selects, in its order, with their identifiers; unsaved changes

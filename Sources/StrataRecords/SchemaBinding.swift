@@ -146,8 +146,13 @@ package final class SchemaBinding: Sendable {
 
     /// A typed record from bytes read in place (a scan passes the leaf's bytes, uncopied).
     package func decode<Record: PersistentRecord>(_ type: Record.Type, from bytes: UnsafeRawBufferPointer) throws -> Record {
-        let entityID = try entityID(for: Record.self)
-        let layout = layouts[entityID] ?? RecordLayout(attributes: [])
+        try decode(type, from: bytes, layout: layout(of: try entityID(for: Record.self)))
+    }
+
+    /// `decode(_:from:)` with the entity's layout (`layout(of:)`) already looked up, for a
+    /// caller that reads many records of one type.
+    package func decode<Record: PersistentRecord>(_ type: Record.Type, from bytes: UnsafeRawBufferPointer,
+                                                  layout: RecordLayout) throws -> Record {
         do {
             return try RecordDecoder().decode(type, bytes: bytes, layout: layout)
         } catch let error as FormatError {
