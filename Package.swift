@@ -38,7 +38,7 @@ let package = Package(
                     exclude: ["Fixtures"]),  // golden stores, read from the source tree
         .testTarget(name: "StrataRecordsTests", dependencies: ["StrataRecords", "StrataSchema", "StrataPageLog", "StrataIO", "StrataTestSupport"]),
         .testTarget(name: "StrataSchemaTests", dependencies: ["StrataSchema", "StrataFormat", "StrataTestSupport"]),
-        .testTarget(name: "StrataTests", dependencies: ["Strata", "StrataTestSupport"],
+        .testTarget(name: "StrataTests", dependencies: ["Strata", "StrataIO", "StrataTestSupport"],
                     exclude: ["Fixtures"]),  // golden record stores, read from the source tree
     ],
     swiftLanguageModes: [.v6]

@@ -52,12 +52,17 @@ public final class Store: Sendable {
     /// - Throws: `StrataError.schemaMismatch` when the schema differs from the store's in a way
     ///   that needs a migration; `.invalidSchema`; `.locked` when another process or instance
     ///   writes the store; `.corruption`; `.unsupportedFormatVersion`; `.io`.
-    public init(at path: String, schema: Schema, configuration: Configuration = Configuration()) throws {
+    public convenience init(at path: String, schema: Schema, configuration: Configuration = Configuration()) throws {
+        try self.init(at: path, schema: schema, configuration: configuration, fileSystem: configuration.storage.fileSystem)
+    }
+
+    /// Opens the store through `fileSystem` (tests: the in-memory file system that simulates
+    /// power loss).
+    package init(at path: String, schema: Schema, configuration: Configuration, fileSystem: any FileSystem) throws {
         self.schema = schema
         self.configuration = configuration
         let records = try translatingErrors {
-            RecordStore(log: try PageLog.open(directory: path, fileSystem: configuration.storage.fileSystem,
-                                              options: configuration.storage.pageLogOptions),
+            RecordStore(log: try PageLog.open(directory: path, fileSystem: fileSystem, options: configuration.storage.pageLogOptions),
                         cache: NodeCache(budget: configuration.cacheBytes))
         }
         do {
