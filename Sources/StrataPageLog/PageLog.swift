@@ -37,6 +37,8 @@ package final class PageLog: Sendable {
     let syncLock = Mutex<Void>(())
     /// Set by the first failed write or sync; the instance refuses writes after it.
     let failure = Mutex<String?>(nil)
+    /// The buffer point lookups decompress part of a page into (`Snapshot.withPartialPage`).
+    let partialPageScratch = ScratchBuffer()
     /// fdatasync calls on segment files so far (group commit makes this smaller than the
     /// number of durable commits when commits overlap).
     let segmentSyncs = Atomic<Int>(0)

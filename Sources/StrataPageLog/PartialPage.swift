@@ -87,7 +87,7 @@ extension Snapshot {
     package func withPartialPage(_ pageID: UInt64, _ body: (inout PartialPage) throws -> Void) throws -> Bool {
         try withVerifiedFrame(pageID) { header, stored, path, offset in
             let compressed = header.codec == .lz4
-            try withUnsafeTemporaryAllocation(byteCount: compressed ? Int(header.rawLength) : 0, alignment: 8) { buffer in
+            try log.partialPageScratch.with(byteCount: compressed ? Int(header.rawLength) : 0) { buffer in
                 var page = PartialPage(count: Int(header.rawLength), stored: stored, compressed: compressed, buffer: buffer,
                                        path: path, offset: offset)
                 try body(&page)

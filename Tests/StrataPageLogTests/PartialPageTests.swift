@@ -1,3 +1,5 @@
+import Dispatch
+import Synchronization
 import Testing
 import StrataFormat
 import StrataIO
@@ -103,5 +105,34 @@ import StrataTestSupport
                 }
             }
         }
+    }
+}
+
+@Suite struct ScratchBufferTests {
+    /// A nested or concurrent user never shares the buffer: each call's bytes stay its own
+    /// until it returns, whether it got the reused buffer or a temporary one.
+    @Test func usersNeverShareTheBuffer() throws {
+        let scratch = ScratchBuffer()
+        try scratch.with(byteCount: 4096) { outer in
+            outer.initializeMemory(as: UInt8.self, repeating: 0xAA)
+            try scratch.with(byteCount: 4096) { inner in
+                #expect(inner.baseAddress != outer.baseAddress, "a nested call got the taken buffer")
+                inner.initializeMemory(as: UInt8.self, repeating: 0x55)
+            }
+            #expect(outer.allSatisfy { $0 == 0xAA })
+        }
+        // Too large to keep: a temporary allocation of the size asked.
+        try scratch.with(byteCount: ScratchBuffer.largestKept + 1) { #expect($0.count == ScratchBuffer.largestKept + 1) }
+        let failures = Atomic<Int>(0)
+        DispatchQueue.concurrentPerform(iterations: 4) { worker in
+            let pattern = UInt8(worker + 1)
+            for round in 0..<2_000 {
+                try? scratch.with(byteCount: 512 + (round % 7) * 500) { buffer in
+                    buffer.initializeMemory(as: UInt8.self, repeating: pattern)
+                    if !buffer.allSatisfy({ $0 == pattern }) { failures.add(1, ordering: .relaxed) }
+                }
+            }
+        }
+        #expect(failures.load(ordering: .relaxed) == 0)
     }
 }
