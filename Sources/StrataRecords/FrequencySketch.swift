@@ -14,8 +14,8 @@ package struct FrequencySketch {
     private var counters: [UInt8]
     private let mask: Int
     private var additions = 0
-    /// Additions between two halvings: thirty per entry the cache holds — TinyLFU's ten
-    /// lookups per entry, with each lookup probing about three pages (root, interior, leaf).
+    /// Additions between two halvings: ten per entry the cache holds, as in TinyLFU (one per
+    /// lookup: `NodeCache.probe` counts the leaf, not the interior nodes above it).
     package let sampleSize: Int
 
     /// A sketch for a cache of about `capacity` entries.
@@ -24,7 +24,7 @@ package struct FrequencySketch {
         while size < 8 * max(1, capacity) && size < 1 << 26 { size <<= 1 }
         counters = [UInt8](repeating: 0, count: size)
         mask = size - 1
-        sampleSize = 30 * max(1, capacity)
+        sampleSize = 10 * max(1, capacity)
     }
 
     /// The estimated number of recent lookups of the key with this hash.

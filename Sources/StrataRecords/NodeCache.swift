@@ -81,7 +81,7 @@ package final class NodeCache: Sendable {
         case bypass
     }
 
-    /// Looks `pageID` up for a point lookup, counting the lookup in the frequency sketch. A
+    /// Looks `pageID` up for a point lookup, counting a leaf's lookup in the frequency sketch. A
     /// miss is remembered; the page's first miss (while remembered) answers `.bypass`, its
     /// second `.admit` while the cache has room — and once it is full, only when the page was
     /// looked up more often lately than the page its admission would evict (TinyLFU), else
@@ -93,11 +93,17 @@ package final class NodeCache: Sendable {
         let key = Key(pageID: pageID, lsn: location.lsn)
         return state.withLock { state -> Probe in
             let hash = ClockTable<any CachedPage>.hash(key)
-            state.frequencies.increment(hash)
             if let entry = state.table.get(key) {
-                if ObjectIdentifier(type(of: entry)) == ObjectIdentifier(CachedNode.self) { return .hit(unsafeDowncast(entry, to: CachedNode.self)) }
-                return .admit  // another kind of page under this key: `node` reports it
+                guard ObjectIdentifier(type(of: entry)) == ObjectIdentifier(CachedNode.self) else {
+                    return .admit  // another kind of page under this key: `node` reports it
+                }
+                let node = unsafeDowncast(entry, to: CachedNode.self)
+                // Interior nodes are always cached: only leaves compete for admission, so
+                // only their lookups are counted.
+                if node.kind == .leaf { state.frequencies.increment(hash) }
+                return .hit(node)
             }
+            state.frequencies.increment(hash)
             guard state.misses.noteMiss(pageID: key.pageID, lsn: key.lsn) else { return .bypass }
             let typicalCost = state.table.count > 0 ? state.table.cost / state.table.count : 4096
             if state.table.cost + typicalCost <= state.table.budget { return .admit }
