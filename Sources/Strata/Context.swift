@@ -248,9 +248,7 @@ public final class Context {
             layout = store.binding.layout(of: try store.entityID(of: Record.self))
             lastLayout = (key, layout)
         }
-        do { return try store.binding.decode(Record.self, from: bytes, layout: layout) } catch {
-            throw StrataError.recordCoding(reason: "\(error)")  // as `Store.decode` words it
-        }
+        return try store.decode(Record.self, from: bytes, layout: layout)
     }
 
     /// The records a descriptor selects, in its order, with their identifiers; unsaved changes

@@ -182,9 +182,8 @@ extension Store.WriteTransaction {
     /// Inserts `record` into `target`'s tree under a new id, which it returns.
     fileprivate func insert<Record: PersistentRecord>(_ record: Record, into target: BulkInsertTarget) throws -> UInt64 {
         let bytes: [UInt8]
-        do { bytes = try target.encoder.encode(record) } catch {
-            // Worded as the general path (`Store.encode`) words it.
-            throw StrataError.recordCoding(reason: "\(SchemaBindingError.recordCoding("\(error)"))")
+        do { bytes = try store.binding.encode(record, with: target.encoder) } catch {
+            throw StrataError.recordCoding(reason: "\(error)")
         }
         if target.reserved.isEmpty {
             let first = store.reserveIDs(root: target.rootID, count: target.blockSize)

@@ -121,7 +121,7 @@ public final class Store: Sendable {
     /// The entity id of a record type in the bound schema.
     /// - Throws: `StrataError.unknownEntity`.
     func entityID<Record: PersistentRecord>(of type: Record.Type) throws -> UInt32 {
-        do { return try binding.entityID(for: Record.self) } catch { throw StrataError.unknownEntity(Record.entityName) }
+        try entityID(of: type as any PersistentRecord.Type)
     }
 
     /// `entityID(of:)` for a type known only at run time.
@@ -143,6 +143,11 @@ public final class Store: Sendable {
     /// - Throws: `StrataError.recordCoding`.
     func decode<Record: PersistentRecord>(_ type: Record.Type, from bytes: UnsafeRawBufferPointer) throws -> Record {
         do { return try binding.decode(type, from: bytes) } catch { throw StrataError.recordCoding(reason: "\(error)") }
+    }
+
+    /// `decode(_:from:)` with the entity's layout already looked up (`binding.layout(of:)`).
+    func decode<Record: PersistentRecord>(_ type: Record.Type, from bytes: UnsafeRawBufferPointer, layout: RecordLayout) throws -> Record {
+        do { return try binding.decode(type, from: bytes, layout: layout) } catch { throw StrataError.recordCoding(reason: "\(error)") }
     }
 
     /// A predicate compiled into a pre-filter on stored bytes.

@@ -126,6 +126,21 @@ package final class MemoryFileSystem: FileSystem, Sendable {
     /// Whether power was cut by a fault injector and `simulateCrash` not yet called.
     package var isCrashed: Bool { state.withLock { $0.crashed } }
 
+    /// A fresh file system on which `workload` runs with power cut at its `point`-th sync
+    /// (of a file or a directory), then rebooted as `simulateCrash(mode:using:)` does: what a
+    /// restart finds, and what the workload returned. The crash-point tests of every layer
+    /// enumerate their sync points through this.
+    package static func runUntilPowerCut<Outcome, R: RandomNumberGenerator>(
+        atSync point: Int, mode: CrashMode, using random: inout R, _ workload: (MemoryFileSystem) throws -> Outcome
+    ) rethrows -> (fileSystem: MemoryFileSystem, outcome: Outcome) {
+        let fileSystem = MemoryFileSystem()
+        fileSystem.setFaultInjector { ($0.kind == .sync || $0.kind == .syncDirectory) && $0.syncIndex == point ? .crash : nil }
+        let outcome = try workload(fileSystem)
+        fileSystem.setFaultInjector(nil)
+        fileSystem.simulateCrash(mode: mode, using: &random)
+        return (fileSystem, outcome)
+    }
+
     /// Simulates a power loss and reboot: unsynced state is dropped, kept or torn according to
     /// `mode` and `random`; open files become unusable (every call on them fails); locks are
     /// released. The file system can then be used again, as after a reboot.

@@ -75,19 +75,20 @@ package struct ClockTable<Object> {
         while self.cost > budget && keys.count > 1 { evictOne() }
     }
 
-    /// The key the next eviction would remove if nothing is looked up meanwhile: the first
+    /// The entry the next eviction would remove if nothing is looked up meanwhile: the first
     /// entry from the hand not marked used (past a whole turn of used ones, the entry at the
-    /// hand). Nil when empty. Changes nothing.
-    package func nextVictim() -> Key? {
-        victimPosition().map { keys[$0] }
+    /// hand) — its key and position, for `passVictim(at:)`. Nil when empty. Changes nothing.
+    package func nextVictim() -> (key: Key, position: Int)? {
+        victimPosition().map { (keys[$0], $0) }
     }
 
-    /// Passes over the next victim as an eviction would pass over a used entry: every entry
-    /// from the hand to it loses its used mark, and the hand moves past it. (An admission
-    /// refused in the victim's favor gives it this second chance, so the next refusal weighs
-    /// another entry — the hand keeps turning even when nothing is inserted.)
-    package mutating func passNextVictim() {
-        guard let victim = victimPosition() else { return }
+    /// Passes over the victim `nextVictim()` named (at `position`, nothing changed since) as
+    /// an eviction would pass over a used entry: every entry from the hand to it loses its
+    /// used mark, and the hand moves past it. (An admission refused in the victim's favor
+    /// gives it this second chance, so the next refusal weighs another entry — the hand keeps
+    /// turning even when nothing is inserted.)
+    package mutating func passVictim(at victim: Int) {
+        guard victim < keys.count else { return }
         var position = hand < keys.count ? hand : 0
         while true {
             referenced[position] = false

@@ -108,8 +108,8 @@ package final class NodeCache: Sendable {
             let typicalCost = state.table.count > 0 ? state.table.cost / state.table.count : 4096
             if state.table.cost + typicalCost <= state.table.budget { return .admit }
             if let victim = state.table.nextVictim(),
-               state.frequencies.frequency(ClockTable<any CachedPage>.hash(victim)) >= state.frequencies.frequency(hash) {
-                state.table.passNextVictim()
+               state.frequencies.frequency(ClockTable<any CachedPage>.hash(victim.key)) >= state.frequencies.frequency(hash) {
+                state.table.passVictim(at: victim.position)
                 return .bypass
             }
             return .admit

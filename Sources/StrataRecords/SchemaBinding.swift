@@ -120,6 +120,15 @@ package final class SchemaBinding: Sendable {
         }
     }
 
+    /// A typed record's bytes, encoded by `session` (made with the entity's layout).
+    package func encode<Record: PersistentRecord>(_ record: Record, with session: RecordEncodingSession) throws -> [UInt8] {
+        do {
+            return try session.encode(record)
+        } catch {
+            throw SchemaBindingError.recordCoding("\(error)")
+        }
+    }
+
     /// The layout records of an entity are coded with (an empty one for an unknown entity).
     package func layout(of entityID: UInt32) -> RecordLayout {
         layouts[entityID] ?? RecordLayout(attributes: [])

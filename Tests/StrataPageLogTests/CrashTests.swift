@@ -42,15 +42,12 @@ import Glibc
         let points = Array(Swift.stride(from: 0, through: syncPoints, by: stride))
         for point in points {
             for mode in MemoryFileSystem.CrashMode.allCases {
-                let fs = MemoryFileSystem()
-                fs.setFaultInjector { operation in
-                    (operation.kind == .sync || operation.kind == .syncDirectory) && operation.syncIndex == point ? .crash : nil
-                }
-                var workload = CrashWorkload(seed: seed, transactions: Self.transactions)
-                workload.run(on: fs)
-                fs.setFaultInjector(nil)
                 var random = SeededRandom(seed: seed &+ UInt64(point * 3) &+ UInt64(mode.hashValue & 3))
-                fs.simulateCrash(mode: mode, using: &random)
+                let (fs, workload) = MemoryFileSystem.runUntilPowerCut(atSync: point, mode: mode, using: &random) { fs in
+                    var workload = CrashWorkload(seed: seed, transactions: Self.transactions)
+                    workload.run(on: fs)
+                    return workload
+                }
                 let context = "sync point \(point) of \(syncPoints), mode \(mode), seed \(seed)"
                 let log: PageLog
                 do {

@@ -222,12 +222,8 @@ import StrataTestSupport
         var tested = 0, indexed = 0
         for point in 0...syncs {
             for mode in MemoryFileSystem.CrashMode.allCases {
-                let fs = MemoryFileSystem()
-                fs.setFaultInjector { ($0.kind == .sync || $0.kind == .syncDirectory) && $0.syncIndex == point ? .crash : nil }
-                _ = run(fs)
-                fs.setFaultInjector(nil)
                 var random = SeededRandom(seed: seed &+ UInt64(point))
-                fs.simulateCrash(mode: mode, using: &random)
+                let fs = MemoryFileSystem.runUntilPowerCut(atSync: point, mode: mode, using: &random, run).fileSystem
                 let store = RecordStore(log: try PageLog.open(directory: "/s", fileSystem: fs, options: Self.options()),
                                         treeOptions: Self.treeOptions())
                 let snapshot = try store.snapshot()

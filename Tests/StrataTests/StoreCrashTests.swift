@@ -81,12 +81,8 @@ import StrataTestSupport
         var tested = 0
         for point in 0...syncs {
             for mode in MemoryFileSystem.CrashMode.allCases {
-                let fs = MemoryFileSystem()
-                fs.setFaultInjector { ($0.kind == .sync || $0.kind == .syncDirectory) && $0.syncIndex == point ? .crash : nil }
-                let outcome = run(fs)
-                fs.setFaultInjector(nil)
                 var random = SeededRandom(seed: seed &+ UInt64(point))
-                fs.simulateCrash(mode: mode, using: &random)
+                let (fs, outcome) = MemoryFileSystem.runUntilPowerCut(atSync: point, mode: mode, using: &random, run)
                 let store = try Self.open(fs)
                 let context = Context(store)
                 let all = try context.fetch(FetchDescriptor<Tagged>())
