@@ -168,25 +168,13 @@ enum RecordAPIReadComparison {
         try TreeWorkloads.compareSamples(strata: sampleChecksum, sqlite: try strataBuild.uint64("sample_checksum"))
 
         context.progress("Strata: \(repetitions) timed passes")
-        sync()
-        var strataSeconds: [Double] = []
-        for _ in 0..<repetitions {
-            let (answer, seconds) = try Stopwatch.time { try strataPass(store) }
+        let strataSeconds = try TreeReadComparison.timeStrataPasses(repetitions, { try strataPass(store) }) { answer in
             if let difference = answer.difference(from: expected) {
                 throw BenchmarkError.verificationFailed("Strata's pass gave \(difference) (compared with the persons written)")
             }
-            strataSeconds.append(seconds)
         }
         try store.close()
-
-        return TreeReadComparison(
-            strataSeconds: strataSeconds,
-            sqliteSeconds: try sqlite.doubles("seconds"),
-            strataStoreBytes: try strataBuild.uint64("store_bytes"),
-            sqliteStoreBytes: try sqlite.uint64("store_bytes"),
-            sqlitePeakMemoryBytes: try sqlite.peakMemoryBytes,
-            recordCount: count
-        )
+        return try TreeReadComparison(strataSeconds: strataSeconds, sqlite: sqlite, strataBuild: strataBuild, recordCount: count)
     }
 
     /// Part "sqlite": build (not timed), check, the timed passes; every pass must give the same answer.

@@ -57,25 +57,38 @@ struct TreeReadComparison {
         try TreeWorkloads.compareSamples(strata: sampleChecksum, sqlite: try sqlite.uint64("sample_checksum"))
 
         context.progress("Strata: \(repetitions) timed passes")
-        sync()
-        var strataSeconds: [Double] = []
-        for _ in 0..<repetitions {
-            let (answer, seconds) = try Stopwatch.time { try strataPass(store.snapshot()) }
+        let strataSeconds = try timeStrataPasses(repetitions, { try strataPass(store.snapshot()) }) { answer in
             guard answer == expected else {
                 throw BenchmarkError.verificationFailed("Strata's pass gave \(describe(answer)), the persons written \(describe(expected))")
             }
-            strataSeconds.append(seconds)
         }
         try store.close()
+        return try TreeReadComparison(strataSeconds: strataSeconds, sqlite: sqlite, strataBuild: strataBuild, recordCount: count)
+    }
 
-        return TreeReadComparison(
-            strataSeconds: strataSeconds,
-            sqliteSeconds: try sqlite.doubles("seconds"),
-            strataStoreBytes: try strataBuild.uint64("store_bytes"),
-            sqliteStoreBytes: try sqlite.uint64("store_bytes"),
-            sqlitePeakMemoryBytes: try sqlite.peakMemoryBytes,
-            recordCount: count
-        )
+    /// The comparison of Strata's timed passes with what the "sqlite" and "build-strata" parts
+    /// reported.
+    init(strataSeconds: [Double], sqlite: PartReport, strataBuild: PartReport, recordCount: Int) throws {
+        self.strataSeconds = strataSeconds
+        sqliteSeconds = try sqlite.doubles("seconds")
+        strataStoreBytes = try strataBuild.uint64("store_bytes")
+        sqliteStoreBytes = try sqlite.uint64("store_bytes")
+        sqlitePeakMemoryBytes = try sqlite.peakMemoryBytes
+        self.recordCount = recordCount
+    }
+
+    /// Syncs, then times `repetitions` runs of `pass`, each answer checked by `check` (which
+    /// throws for a wrong one); the seconds of each run.
+    static func timeStrataPasses<Answer>(_ repetitions: Int, _ pass: () throws -> Answer,
+                                         check: (Answer) throws -> Void) throws -> [Double] {
+        sync()
+        var seconds: [Double] = []
+        for _ in 0..<repetitions {
+            let (answer, elapsed) = try Stopwatch.time(pass)
+            try check(answer)
+            seconds.append(elapsed)
+        }
+        return seconds
     }
 
     /// The workload's result: the median passes, `notes` followed by the sizes on disk, and
