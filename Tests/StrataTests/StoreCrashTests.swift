@@ -55,7 +55,7 @@ import StrataTestSupport
             var lastDurable = 0
             do {
                 let durableStore = try Self.open(fs)
-                for round in 0..<14 {
+                for _ in 0..<14 {
                     var candidate: Model?
                     do {
                         let next = try durableStore.write { transaction in
@@ -68,7 +68,6 @@ import StrataTestSupport
                     } catch {
                         return (states, lastDurable, candidate)
                     }
-                    _ = round
                 }
                 try durableStore.close()
             } catch {}
