@@ -58,13 +58,27 @@ public final class Store: Sendable {
 
     /// Opens the store through `fileSystem` (tests: the in-memory file system that simulates
     /// power loss).
-    package init(at path: String, schema: Schema, configuration: Configuration, fileSystem: any FileSystem) throws {
+    package convenience init(at path: String, schema: Schema, configuration: Configuration, fileSystem: any FileSystem) throws {
+        try self.init(at: path, schema: schema, plan: nil, configuration: configuration, fileSystem: fileSystem)
+    }
+
+    /// Opens the store, migrating it along `plan` first (Store+Migration.swift).
+    convenience init(at path: String, schema: Schema, plan: MigrationPlanCheck?, configuration: Configuration,
+                     fileSystem: any FileSystem) throws {
+        let records = try Self.openRecords(at: path, schema: schema, plan: plan, configuration: configuration, fileSystem: fileSystem)
+        do {
+            try self.init(records: records, schema: schema, configuration: configuration)
+        } catch {
+            try? records.log.close()
+            throw error
+        }
+    }
+
+    /// A store on `records` (already open) bound to `schema`; closing on failure is the
+    /// caller's. Migration stages use it for the contexts of their closures.
+    init(records: RecordStore, schema: Schema, configuration: Configuration) throws {
         self.schema = schema
         self.configuration = configuration
-        let records = try translatingErrors {
-            RecordStore(log: try PageLog.open(directory: path, fileSystem: fileSystem, options: configuration.storage.pageLogOptions),
-                        cache: NodeCache(budget: configuration.cacheBytes))
-        }
         do {
             binding = try translatingErrors { try records.bind(schema) }
             model = EntityModel(version: binding.version)
@@ -83,9 +97,6 @@ public final class Store: Sendable {
                 if !attributes.isEmpty { uniques[entityID] = attributes }
             }
             uniqueAttributes = uniques
-        } catch {
-            try? records.log.close()
-            throw error
         }
         self.records = records
     }

@@ -55,6 +55,15 @@ public enum StrataError: Error, Sendable, Equatable, CustomStringConvertible {
     /// whose values already repeat. Nothing of the save, write or open was stored.
     /// `existing` names the record (or records) already holding the value.
     case uniqueConstraintViolation(entity: String, attribute: String, existing: String)
+    /// The store was last written with a newer schema version than the app's (a release was
+    /// pulled, or an older app shares the store). Nothing was changed.
+    case storeIsNewer(stored: Schema.Version, current: Schema.Version)
+    /// The store's schema matches none of the migration plan's schemas: the plan cannot tell
+    /// how to migrate it. `checksum` is the stored schema checksum (hex). Nothing was changed.
+    case unknownModelVersion(stored: Schema.Version, checksum: String)
+    /// A migration stage failed; the store is exactly as it was before the migration began,
+    /// every file byte for byte. The report says where and why.
+    case migrationFailed(MigrationFailureReport)
 
     /// Whether the device or quota was full (`ENOSPC` or `EDQUOT` on Linux).
     public var isOutOfSpace: Bool {
@@ -92,6 +101,12 @@ public enum StrataError: Error, Sendable, Equatable, CustomStringConvertible {
         case .abstractEntity(let name): "\(name) is abstract: insert records of its sub-entities instead"
         case .uniqueConstraintViolation(let entity, let attribute, let existing):
             "\(entity).\(attribute) is unique, and \(existing) already holds the value"
+        case .storeIsNewer(let stored, let current):
+            "the store was written with schema version \(stored), newer than this app's \(current); it was left unchanged"
+        case .unknownModelVersion(let stored, let checksum):
+            "the store's schema (version \(stored), checksum \(checksum.prefix(16))…) is none of the migration plan's schemas; "
+                + "add the schema it was written with to the plan"
+        case .migrationFailed(let report): "\(report)"
         }
     }
 

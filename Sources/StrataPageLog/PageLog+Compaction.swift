@@ -22,6 +22,7 @@ extension PageLog {
     package func compact(targetAmplification: Double? = nil) throws -> CompactionReport {
         try writerLock.withLock { _ in
             try checkWritable()
+            if checkpointsHeld.load(ordering: .acquiring) { return CompactionReport() }
             return try compactLocked(targetAmplification: targetAmplification)
         }
     }
@@ -99,7 +100,7 @@ extension PageLog {
 
     /// Starts a background compaction when space amplification passed the limit.
     package func scheduleCompactionIfNeeded() {
-        guard options.automaticCompaction else { return }
+        guard options.automaticCompaction, !checkpointsHeld.load(ordering: .acquiring) else { return }
         let wanted = writerLock.withLock { _ in
             let total = writer.totalLogBytes
             return total >= UInt64(options.compactionMinimumBytes)

@@ -43,6 +43,9 @@ package final class PageLog: Sendable {
     /// number of durable commits when commits overlap).
     let segmentSyncs = Atomic<Int>(0)
     package let backgroundCompactionScheduled = Atomic<Bool>(false)
+    /// While set, nothing checkpoints or compacts: the files only grow by appends after a
+    /// rollback point (`PageLog+RollbackPoint.swift`, Architecture.md invariant 22).
+    package let checkpointsHeld = Atomic<Bool>(false)
     /// The last error of a background compaction, if any.
     package let backgroundError = Mutex<String?>(nil)
     let lock: Mutex<(any FileLock)?>
@@ -209,9 +212,11 @@ package final class PageLog: Sendable {
 
     /// Writes a checkpoint now: the changed page table chunks, a checkpoint root, then the
     /// other superblock slot. Recovery replays the log only after the newest checkpoint.
+    /// Does nothing while checkpoints are held (`checkpointsHeld`).
     package func checkpoint() throws {
         try writerLock.withLock { _ in
             try checkWritable()
+            if checkpointsHeld.load(ordering: .acquiring) { return }
             try checkpointLocked()
         }
     }
@@ -230,7 +235,8 @@ package final class PageLog: Sendable {
                 writer.superblockFile.close()
                 lock.withLock { $0?.unlock(); $0 = nil }
             }
-            if failure.withLock({ $0 }) == nil, writer.lastLSN != writer.superblock.checkpointLSN || !writer.dirtyChunks.isEmpty {
+            if failure.withLock({ $0 }) == nil, !checkpointsHeld.load(ordering: .acquiring),
+               writer.lastLSN != writer.superblock.checkpointLSN || !writer.dirtyChunks.isEmpty {
                 try checkpointLocked()
             }
         }

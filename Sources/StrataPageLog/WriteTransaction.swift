@@ -15,6 +15,8 @@ package final class WriteTransaction {
     private var frameCount: UInt32 = 0
     private var reusedPageIDs: [UInt64] = []
     private let startNextPageID: UInt64
+    /// Where the log ended when this transaction began: nothing it writes comes before.
+    package let startPosition: LogPosition
     private var finished = false
 
     init(log: PageLog, writer: LogWriter, lsn: UInt64) {
@@ -22,6 +24,7 @@ package final class WriteTransaction {
         self.writer = writer
         self.lsn = lsn
         startNextPageID = writer.nextPageID
+        startPosition = writer.endPosition
     }
 
     /// A fresh page id (a freed one when available). It holds no page until written.
@@ -102,6 +105,12 @@ package final class WriteTransaction {
         return try PageLog.readPage(pageID, at: location, in: file)
     }
 
+    /// Holds (or releases) checkpoints from this transaction's commit on: the layer above
+    /// keeps a rollback point (PageLog+RollbackPoint.swift).
+    package func holdCheckpoints(_ held: Bool) {
+        log.checkpointsHeld.store(held, ordering: .releasing)
+    }
+
     /// Whether this transaction changed anything.
     package var isEmpty: Bool { changes.isEmpty }
 
@@ -153,7 +162,7 @@ package final class WriteTransaction {
             state.table = table
             state.lsn = lsn
         }
-        if writer.bytesSinceCheckpoint >= UInt64(log.options.checkpointInterval) {
+        if writer.bytesSinceCheckpoint >= UInt64(log.options.checkpointInterval) && !log.checkpointsHeld.load(ordering: .acquiring) {
             try log.checkpointLocked()
         }
         return end

@@ -14,10 +14,17 @@ package final class RecordStore: Sendable {
     /// whose page 0 has that LSN reuses it instead of reading and decoding page 0 again.
     private let decodedRoot = Mutex<(lsn: UInt64, root: StoreRoot)?>(nil)
 
+    /// A record store on `log`. When its root holds a migration marker (a migration was
+    /// interrupted), checkpoints are held at once, so nothing — not even closing — writes
+    /// before the rollback point is used (invariant 22).
     package init(log: PageLog, cache: NodeCache = NodeCache(), treeOptions: RecordTreeOptions = RecordTreeOptions()) {
         self.log = log
         self.cache = cache
         self.treeOptions = treeOptions
+        if let snapshot = try? log.snapshot(), let page = try? snapshot.read(StoreRoot.pageID),
+           (try? StoreRoot.decode(page.bytes))?.migration != nil {
+            log.checkpointsHeld.store(true, ordering: .releasing)
+        }
     }
 
     /// A consistent view of every entity as of the latest commit.
@@ -191,5 +198,30 @@ package final class RecordTransaction {
             }
         }
         if rootChanged { try transaction.write(StoreRoot.pageID, bytes: root.encoded()) }
+        // A migration marker holds checkpoints from the commit that writes it (invariant 22).
+        transaction.holdCheckpoints(root.migration != nil)
+    }
+
+    /// The migration stage in progress, as this transaction sees it.
+    package var migration: StoreRoot.MigrationMarker? { root.migration }
+
+    /// Starts a migration stage: writes its marker, whose rollback point is where the log
+    /// ended before this transaction. From this commit on, checkpoints are held until a
+    /// commit clears the marker (Architecture.md, invariant 22).
+    @discardableResult
+    package func beginMigration(fromCatalogVersion: UInt32, stage: UInt32, targetChecksum: [UInt8]) -> StoreRoot.MigrationMarker {
+        let start = transaction.startPosition
+        let marker = StoreRoot.MigrationMarker(rollbackSegment: start.segment, rollbackOffset: start.offset,
+                                               fromCatalogVersion: fromCatalogVersion, stage: stage, targetChecksum: targetChecksum)
+        root.migration = marker
+        rootChanged = true
+        return marker
+    }
+
+    /// Ends the migration stage in progress: its changes become the store's for good.
+    package func endMigration() {
+        guard root.migration != nil else { return }
+        root.migration = nil
+        rootChanged = true
     }
 }

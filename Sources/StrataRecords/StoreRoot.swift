@@ -8,13 +8,18 @@ import StrataFormat
 /// store-root := "SROT" version:u16 reserved:u16 catalogPage:u64 entityCount:u32 indexCount:u32
 ///               entity{entityCount}               ; ascending entity id
 ///               index{indexCount}                 ; ascending (entity id, attribute id); version 2 only
+///               migration?                        ; version 3 only
 /// entity     := entityID:u32 reserved:u32 rootPage:u64 count:u64 nextRowID:u64   ; 32 bytes
 /// index      := entityID:u32 attributeID:u32 rootPage:u64 count:u64 flags:u32 defaultLength:u32
 ///               defaultKey:byte{defaultLength}
+/// migration  := "MIGR" rollbackSegment:u64 rollbackOffset:u64 fromCatalogVersion:u32
+///               stage:u32 targetChecksum:byte{32}                                  ; 60 bytes
 /// ```
 ///
 /// Version 1 is written while there is no index (so such stores stay readable by older
 /// readers), version 2 otherwise; in version 1 `indexCount` is reserved and must be 0.
+/// Version 3 is written only while a migration stage runs (it has the `migration` marker;
+/// readers that predate it refuse the store instead of writing into a half-migrated one).
 package struct StoreRoot: Equatable, Sendable {
     /// Fixed page id of the store root.
     package static let pageID: UInt64 = 0
@@ -74,6 +79,32 @@ package struct StoreRoot: Equatable, Sendable {
     static let indexFixedSize = 32
     static let uniqueFlag: UInt32 = 1
 
+    /// A migration stage in progress: where the log ended before it began (the rollback
+    /// point that undoes it, Architecture.md invariant 22) and what it migrates.
+    package struct MigrationMarker: Equatable, Sendable {
+        static let magic: [UInt8] = Array("MIGR".utf8)
+        static let size = 60
+        package var rollbackSegment: UInt64
+        package var rollbackOffset: UInt64
+        /// The catalog version the stage migrates from.
+        package var fromCatalogVersion: UInt32
+        /// The stage's position in its migration plan.
+        package var stage: UInt32
+        /// The schema checksum of the version the stage migrates to.
+        package var targetChecksum: [UInt8]
+
+        package init(rollbackSegment: UInt64, rollbackOffset: UInt64, fromCatalogVersion: UInt32, stage: UInt32, targetChecksum: [UInt8]) {
+            self.rollbackSegment = rollbackSegment
+            self.rollbackOffset = rollbackOffset
+            self.fromCatalogVersion = fromCatalogVersion
+            self.stage = stage
+            self.targetChecksum = targetChecksum
+        }
+    }
+
+    /// The migration stage in progress, if any.
+    package var migration: MigrationMarker?
+
     /// The first page of the stored schema catalog, 0 when none was stored yet.
     package var catalogPageID: UInt64 = 0
     package var entities: [UInt32: EntityTree] = [:]
@@ -89,7 +120,7 @@ package struct StoreRoot: Equatable, Sendable {
     package func encoded() -> [UInt8] {
         var writer = ByteWriter(capacity: Self.headerSize + entities.count * Self.entitySize + indexes.count * Self.indexFixedSize)
         writer.append(bytes: Self.magic)
-        writer.append(UInt16(indexes.isEmpty ? 1 : 2))
+        writer.append(UInt16(migration != nil ? 3 : indexes.isEmpty ? 1 : 2))
         writer.append(UInt16(0))
         writer.append(catalogPageID)
         writer.append(UInt32(entities.count))
@@ -110,6 +141,14 @@ package struct StoreRoot: Equatable, Sendable {
             writer.append(UInt32(index.defaultKey.count))
             writer.append(bytes: index.defaultKey)
         }
+        if let migration {
+            writer.append(bytes: MigrationMarker.magic)
+            writer.append(migration.rollbackSegment)
+            writer.append(migration.rollbackOffset)
+            writer.append(migration.fromCatalogVersion)
+            writer.append(migration.stage)
+            writer.append(bytes: migration.targetChecksum)
+        }
         return writer.bytes
     }
 
@@ -118,7 +157,7 @@ package struct StoreRoot: Equatable, Sendable {
             var reader = ByteReader(raw)
             guard try reader.readBytes(4, "magic") == magic else { throw FormatError("bad store root magic", at: 0) }
             let version = try reader.read(UInt16.self, "version")
-            guard version == 1 || version == 2 else {
+            guard (1...3).contains(version) else {
                 throw FormatError("store root version \(version) is not supported", at: 4, unsupportedVersion: version)
             }
             guard try reader.read(UInt16.self, "reserved") == 0 else { throw FormatError("reserved store root field is not zero", at: 6) }
@@ -126,10 +165,12 @@ package struct StoreRoot: Equatable, Sendable {
             root.catalogPageID = try reader.read(UInt64.self, "catalog page")
             let count = Int(try reader.read(UInt32.self, "entity count"))
             let indexCount = Int(try reader.read(UInt32.self, "index count"))
-            guard version == 2 || indexCount == 0 else { throw FormatError("reserved store root field is not zero", at: 20) }
-            guard version == 1 || indexCount > 0 else { throw FormatError("a version 2 store root without indexes", at: 20) }
+            guard version != 1 || indexCount == 0 else { throw FormatError("reserved store root field is not zero", at: 20) }
+            guard version != 2 || indexCount > 0 else { throw FormatError("a version 2 store root without indexes", at: 20) }
+            let markerSize = version == 3 ? MigrationMarker.size : 0
             guard count <= maximumEntities, indexCount <= maximumEntities,
-                  version == 1 ? reader.remaining == count * entitySize : reader.remaining >= count * entitySize + indexCount * indexFixedSize else {
+                  version == 1 ? reader.remaining == count * entitySize
+                      : reader.remaining >= count * entitySize + indexCount * indexFixedSize + markerSize else {
                 throw FormatError("store root of \(count) entities and \(indexCount) indexes has \(bytes.count) bytes", at: 16)
             }
             var previous: UInt32?
@@ -166,6 +207,16 @@ package struct StoreRoot: Equatable, Sendable {
                     throw FormatError("index (\(id.entityID), \(id.attributeID)) has \(tree.count) entries at root \(tree.rootPageID) for \(records) records", at: at)
                 }
                 root.indexes[id] = Index(isUnique: flags & uniqueFlag != 0, defaultKey: defaultKey, tree: tree)
+            }
+            if version == 3 {
+                let at = reader.position
+                guard reader.remaining == MigrationMarker.size, try reader.readBytes(4, "migration magic") == MigrationMarker.magic else {
+                    throw FormatError("a version 3 store root without a valid migration marker", at: at)
+                }
+                root.migration = MigrationMarker(
+                    rollbackSegment: try reader.read(UInt64.self, "rollback segment"), rollbackOffset: try reader.read(UInt64.self, "rollback offset"),
+                    fromCatalogVersion: try reader.read(UInt32.self, "from catalog version"), stage: try reader.read(UInt32.self, "stage"),
+                    targetChecksum: try reader.readBytes(32, "target checksum"))
             }
             guard reader.remaining == 0 else { throw FormatError("\(reader.remaining) bytes after the store root's last index", at: reader.position) }
             return root

@@ -1,0 +1,376 @@
+import FoundationEssentials
+import Testing
+import StrataIO
+import Strata
+import StrataTestSupport
+
+// Versions of one app's schema, each frozen in its own namespace.
+
+enum PeopleV1: VersionedSchema {
+    static let versionIdentifier = Schema.Version(1, 0, 0)
+    static var models: [any PersistentRecord.Type] { [Person.self] }
+    struct Person: PersistentRecord, Equatable {
+        static var entityName: String { "Person" }
+        var fullName: String
+        var age: Int
+    }
+}
+
+/// Lightweight from V1: `age` renamed `years`, `isFavorite` added with a default.
+enum PeopleV2: VersionedSchema {
+    static let versionIdentifier = Schema.Version(2, 0, 0)
+    static var models: [any PersistentRecord.Type] { [Person.self] }
+    struct Person: PersistentRecord, Equatable {
+        static var entityName: String { "Person" }
+        static var originalAttributeNames: [String: String] { ["years": "age"] }
+        static var attributeDefaults: [String: Value] { ["isFavorite": false] }
+        var fullName: String
+        var years: Int
+        var isFavorite: Bool
+    }
+}
+
+/// From V2: `fullName` becomes unique (the stage's willMigrate removes duplicates first) and
+/// an optional `nickname` is added (its didMigrate fills it).
+enum PeopleV3: VersionedSchema {
+    static let versionIdentifier = Schema.Version(3, 0, 0)
+    static var models: [any PersistentRecord.Type] { [Person.self] }
+    struct Person: PersistentRecord, Equatable {
+        static var entityName: String { "Person" }
+        static var attributeOptions: [String: Attribute.Options] { ["fullName": [.unique]] }
+        static var attributeDefaults: [String: Value] { ["isFavorite": false] }
+        var fullName: String
+        var years: Int
+        var isFavorite: Bool
+        var nickname: String?
+    }
+}
+
+/// V1's shape under another number (a duplicate checksum).
+enum PeopleV1Again: VersionedSchema {
+    static let versionIdentifier = Schema.Version(1, 1, 0)
+    static var models: [any PersistentRecord.Type] { [PeopleV1.Person.self] }
+}
+
+/// Not lightweight from V1: a required attribute without a default.
+enum PeopleSplit: VersionedSchema {
+    static let versionIdentifier = Schema.Version(2, 0, 0)
+    static var models: [any PersistentRecord.Type] { [Person.self] }
+    struct Person: PersistentRecord, Equatable {
+        static var entityName: String { "Person" }
+        var fullName: String
+        var age: Int
+        var lastName: String
+    }
+}
+
+/// From V1: `age` removed and `years` added without `originalName` (a probable lost rename).
+enum PeopleLostRename: VersionedSchema {
+    static let versionIdentifier = Schema.Version(2, 0, 0)
+    static var models: [any PersistentRecord.Type] { [Person.self] }
+    struct Person: PersistentRecord, Equatable {
+        static var entityName: String { "Person" }
+        var fullName: String
+        var years: Int?
+    }
+}
+
+/// A version no plan lists.
+enum PeopleStray: VersionedSchema {
+    static let versionIdentifier = Schema.Version(1, 5, 0)
+    static var models: [any PersistentRecord.Type] { [Person.self] }
+    struct Person: PersistentRecord, Equatable {
+        static var entityName: String { "Person" }
+        var fullName: String
+        var shoeSize: Int?
+    }
+}
+
+
+enum AutomaticPlan: SchemaMigrationPlan {
+    static var schemas: [any VersionedSchema.Type] { [PeopleV1.self, PeopleV2.self] }
+    static var stages: [MigrationStage] { [] }
+}
+
+/// The failure injected into `FullPlan`'s stage, by test (none by default).
+enum StageFault: Error, Equatable {
+    case willMigrate, didMigrate
+}
+
+nonisolated(unsafe) var injectedStageFault: StageFault?
+nonisolated(unsafe) var skipDeduplication = false
+
+enum FullPlan: SchemaMigrationPlan {
+    static var schemas: [any VersionedSchema.Type] { [PeopleV1.self, PeopleV2.self, PeopleV3.self] }
+    static var stages: [MigrationStage] {
+        [.custom(fromVersion: PeopleV2.self, toVersion: PeopleV3.self, willMigrate: { context in
+            if injectedStageFault == .willMigrate { throw StageFault.willMigrate }
+            guard !skipDeduplication else { return }
+            // Keep the first record of each name; changes are left unsaved on purpose: the stage saves them.
+            var seen = Set<String>()
+            for match in try context.fetch(FetchDescriptor<PeopleV2.Person>(sortBy: [RecordSort(\.years)])) {
+                if !seen.insert(match.record.fullName).inserted { try context.delete(match.id) }
+            }
+        }, didMigrate: { context in
+            if injectedStageFault == .didMigrate { throw StageFault.didMigrate }
+            for match in try context.fetch(FetchDescriptor<PeopleV3.Person>()) where match.record.years % 2 == 0 {
+                var person = match.record
+                person.nickname = "n\(person.years)"
+                try context.update(match.id, to: person)
+            }
+        })]
+    }
+}
+
+@Suite(.serialized) struct MigrationTests {
+    // MARK: Plan validation
+
+    struct Plan: SchemaMigrationPlan {
+        nonisolated(unsafe) static var schemaList: [any VersionedSchema.Type] = []
+        nonisolated(unsafe) static var stageList: [MigrationStage] = []
+        static var schemas: [any VersionedSchema.Type] { schemaList }
+        static var stages: [MigrationStage] { stageList }
+    }
+
+    /// The error `validate()` throws for `schemas` and `stages`.
+    static func validationError(_ schemas: [any VersionedSchema.Type], _ stages: [MigrationStage] = []) -> MigrationPlanError? {
+        Plan.schemaList = schemas
+        Plan.stageList = stages
+        do { try Plan.validate() } catch { return error }
+        return nil
+    }
+
+    @Test func eachPlanMistakeIsReportedBeforeTouchingAStore() throws {
+        #expect(Self.validationError([]) == .noSchemas)
+        #expect(Self.validationError([]).map { "\($0)" } == "the migration plan lists no schema")
+
+        let duplicateVersion = Self.validationError([PeopleSplit.self, PeopleV2.self])
+        #expect(duplicateVersion == .duplicateVersionIdentifier(Schema.Version(2, 0, 0), schemas: ["PeopleSplit", "PeopleV2"]))
+        #expect("\(duplicateVersion!)" == "version identifier 2.0.0 is used by PeopleSplit and PeopleV2; each version needs its own")
+
+        let order = Self.validationError([PeopleV2.self, PeopleV1.self])
+        #expect("\(order!)" == "the plan lists PeopleV2 (2.0.0) before PeopleV1 (1.0.0), but its version is not lower; list schemas oldest first")
+
+        let checksum = try #require(Self.validationError([PeopleV1.self, PeopleV1Again.self]))
+        guard case .duplicateChecksum(let first, let second, _) = checksum else { Issue.record("\(checksum)"); return }
+        #expect(first == "PeopleV1 (1.0.0)" && second == "PeopleV1Again (1.1.0)")
+        #expect("\(checksum)".hasPrefix("duplicate version checksums across stages: PeopleV1 (1.0.0) and PeopleV1Again (1.1.0) have the same shape"))
+        #expect("\(checksum)".hasSuffix("A schema whose stored shape does not change needs no new version: remove PeopleV1Again (1.1.0), or make it differ"))
+
+        let notInPlan = Self.validationError([PeopleV1.self, PeopleV2.self], [.lightweight(fromVersion: PeopleV1.self, toVersion: PeopleV3.self)])
+        #expect(notInPlan == .stageVersionNotInPlan(stage: 0, schema: "PeopleV3 (3.0.0)"))
+        #expect("\(notInPlan!)" == "stage 0 names PeopleV3 (3.0.0), which is not in the plan's schemas (unknown model version)")
+
+        let skipping = Self.validationError([PeopleV1.self, PeopleV2.self, PeopleV3.self],
+                                            [.custom(fromVersion: PeopleV1.self, toVersion: PeopleV3.self, willMigrate: nil, didMigrate: nil)])
+        #expect("\(skipping!)" == "stage 0 goes from PeopleV1 (1.0.0) to PeopleV3 (3.0.0); stages must go from each version to the next one in the plan (PeopleV2 (2.0.0))")
+
+        let twice = Self.validationError([PeopleV1.self, PeopleV2.self], [.lightweight(fromVersion: PeopleV1.self, toVersion: PeopleV2.self),
+                                                                          .lightweight(fromVersion: PeopleV1.self, toVersion: PeopleV2.self)])
+        #expect("\(twice!)" == "stages 0 and 1 both start from PeopleV1 (1.0.0); keep one stage per step")
+
+        let unreachable = Self.validationError([PeopleV1.self, PeopleSplit.self])
+        #expect("\(unreachable!)" == "PeopleSplit (2.0.0) is unreachable: no stage leads to it from PeopleV1 (1.0.0), and the change is not lightweight (Person.lastName added (required, no default)); add a custom stage")
+
+        let notLightweight = Self.validationError([PeopleV1.self, PeopleSplit.self], [.lightweight(fromVersion: PeopleV1.self, toVersion: PeopleSplit.self)])
+        #expect("\(notLightweight!)" == "stage 0 from PeopleV1 (1.0.0) to PeopleSplit (2.0.0) is declared lightweight, but its change needs records rewritten (Person.lastName added (required, no default)); make it a custom stage")
+
+        // A custom stage may make a change that is not lightweight; a valid plan validates.
+        #expect(Self.validationError([PeopleV1.self, PeopleSplit.self],
+                                     [.custom(fromVersion: PeopleV1.self, toVersion: PeopleSplit.self, willMigrate: nil, didMigrate: nil)]) == nil)
+        #expect(Self.validationError([PeopleV1.self, PeopleV2.self, PeopleV3.self]) == nil)
+        try FullPlan.validate()
+
+        // Opening with a current schema that is not the plan's last.
+        let folder = try temporaryDirectory()
+        defer { removeDirectory(folder) }
+        #expect(throws: MigrationPlanError.currentSchemaNotLast(current: "PeopleV2 (2.0.0)", last: "PeopleV3 (3.0.0)")) {
+            try Store(at: folder, schema: PeopleV2.self, migrationPlan: FullPlan.self)
+        }
+    }
+
+    @Test func lintFindsRedundantStagesAndProbableRenames() throws {
+        Plan.schemaList = [PeopleV1.self, PeopleV2.self]
+        Plan.stageList = [.lightweight(fromVersion: PeopleV1.self, toVersion: PeopleV2.self)]
+        let redundant = try Plan.lint()
+        #expect(redundant == [.redundantStage(stage: 0, from: "PeopleV1 (1.0.0)", to: "PeopleV2 (2.0.0)")])
+        #expect("\(redundant[0])" == "stage 0 from PeopleV1 (1.0.0) to PeopleV2 (2.0.0) runs no code and its change is lightweight: the automatic path applies it; the stage can go")
+
+        Plan.schemaList = [PeopleV1.self, PeopleLostRename.self]
+        Plan.stageList = []
+        let renames = try Plan.lint()
+        #expect(renames == [.probableRename(schema: "PeopleLostRename (2.0.0)", entity: "Person", removed: "age", added: "years")])
+        #expect("\(renames[0])" == "PeopleLostRename (2.0.0): Person.age is removed and Person.years of the same type is added; if this is a rename, declare originalName \"age\" on years (originalAttributeNames), or the stored values of age are dropped")
+        // A rename through originalName is not reported.
+        #expect(try AutomaticPlan.lint().isEmpty)
+    }
+
+    // MARK: Opening with a plan
+
+    static func v1People(_ count: Int) -> [PeopleV1.Person] {
+        (0..<count).map { PeopleV1.Person(fullName: "Last\($0 % 40), First\($0 % 25)", age: $0) }
+    }
+
+    static func createV1(at folder: String, count: Int, fileSystem: (any FileSystem)? = nil) throws {
+        let store = try Store(at: folder, schema: PeopleV1.self, migrationPlan: nil, configuration: Store.Configuration(),
+                              fileSystem: fileSystem ?? POSIXFileSystem())
+        try store.write { transaction in for person in v1People(count) { try transaction.insert(person) } }
+        try store.close()
+    }
+
+    @Test func automaticLightweightStepRewritesNoRecord() throws {
+        let folder = try temporaryDirectory()
+        defer { removeDirectory(folder) }
+        try Self.createV1(at: folder, count: 2_000)
+        let before = folderBytes(folder)
+        let store = try Store(at: folder, schema: PeopleV2.self, migrationPlan: AutomaticPlan.self)
+        let people = try Context(store).fetch(FetchDescriptor<PeopleV2.Person>(sortBy: [RecordSort(\.years)])).map(\.record)
+        #expect(people == Self.v1People(2_000).map { PeopleV2.Person(fullName: $0.fullName, years: $0.age, isFavorite: false) })
+        try store.close()
+        // The catalog, the root and a checkpoint: a few KiB, not the records' pages again.
+        let grown = folderBytes(folder) - before
+        #expect(grown < 24 * 1024, "opening wrote \(grown) bytes")
+    }
+
+    @Test func customStageSavesWhatItsClosuresLeaveUnsaved() throws {
+        injectedStageFault = nil
+        skipDeduplication = false
+        let folder = try temporaryDirectory()
+        defer { removeDirectory(folder) }
+        try Self.createV1(at: folder, count: 1_000)
+        do {
+            let store = try Store(at: folder, schema: PeopleV3.self, migrationPlan: FullPlan.self)
+            let people = try Context(store).fetch(FetchDescriptor<PeopleV3.Person>()).map(\.record)
+            #expect(people == Self.expectedV3(from: 1_000))
+            try store.close()
+        }
+        // Migrated for good: the app's current version opens it without a plan.
+        let store = try Store(at: folder, schema: PeopleV3.self)
+        #expect(try Context(store).fetchCount(FetchDescriptor<PeopleV3.Person>()) == 200)
+        try store.close()
+    }
+
+    /// What `FullPlan` makes of `v1People(count)`: the first (lowest age) record of each name,
+    /// nicknamed when its age is even.
+    static func expectedV3(from count: Int) -> [PeopleV3.Person] {
+        var seen = Set<String>()
+        return v1People(count).filter { seen.insert($0.fullName).inserted }
+            .map { PeopleV3.Person(fullName: $0.fullName, years: $0.age, isFavorite: false, nickname: $0.age % 2 == 0 ? "n\($0.age)" : nil) }
+    }
+
+    @Test func failingStageLeavesEveryFileByteIdentical() throws {
+        defer { injectedStageFault = nil; skipDeduplication = false }
+        let cases: [(StageFault?, Bool, MigrationFailureReport.Category, String)] = [
+            (.willMigrate, false, .willMigrate, "willMigrate"),
+            (.didMigrate, false, .didMigrate, "didMigrate"),
+            (nil, true, .schemaChange, "Person.fullName is unique"),
+        ]
+        for (fault, skip, category, message) in cases {
+            let fs = MemoryFileSystem()
+            try Self.createV1(at: "/store", count: 300, fileSystem: fs)
+            let before = fs.allFiles()
+            injectedStageFault = fault
+            skipDeduplication = skip
+            do {
+                _ = try Store(at: "/store", schema: PeopleV3.self, migrationPlan: FullPlan.self, configuration: Store.Configuration(), fileSystem: fs)
+                Issue.record("the migration did not fail (\(category))")
+            } catch StrataError.migrationFailed(let report) {
+                #expect(report.category == category)
+                #expect(report.storePath == "/store" && report.storedVersion == Schema.Version(1, 0, 0)
+                        && report.targetVersion == Schema.Version(3, 0, 0))
+                #expect(report.stageIndex == 1 && report.stageCount == 2)
+                #expect(report.stageName == "custom PeopleV2 (2.0.0) → PeopleV3 (3.0.0)")
+                #expect(report.underlyingError.contains(message), "\(report.underlyingError)")
+                #expect(report.storeBytes > 0 && report.seconds >= 0)
+                #expect("\(report)".contains("was left exactly as before the migration"))
+            }
+            #expect(fs.allFiles() == before, "files changed after a failing \(category)")
+            // The old version is intact and still opens with the old app.
+            let store = try Store(at: "/store", schema: PeopleV1.self, migrationPlan: nil, configuration: Store.Configuration(), fileSystem: fs)
+            #expect(try Context(store).fetch(FetchDescriptor<PeopleV1.Person>(sortBy: [RecordSort(\.age)])).map(\.record) == Self.v1People(300))
+            try store.close()
+        }
+    }
+
+    @Test func storeIsNewerAndUnknownModelVersionChangeNothing() throws {
+        let fs = MemoryFileSystem()
+        try Self.createV1(at: "/store", count: 10, fileSystem: fs)
+        let v2 = try Store(at: "/store", schema: PeopleV2.self, migrationPlan: AutomaticPlan.self, configuration: Store.Configuration(), fileSystem: fs)
+        try v2.close()
+        let files = fs.allFiles()
+        #expect(throws: StrataError.storeIsNewer(stored: Schema.Version(2, 0, 0), current: Schema.Version(1, 0, 0))) {
+            try Store(at: "/store", schema: PeopleV1.self, migrationPlan: nil, configuration: Store.Configuration(), fileSystem: fs)
+        }
+        #expect(fs.allFiles() == files)
+
+        let stray = MemoryFileSystem()
+        let store = try Store(at: "/stray", schema: PeopleStray.self, migrationPlan: nil, configuration: Store.Configuration(), fileSystem: stray)
+        try store.close()
+        let strayFiles = stray.allFiles()
+        do {
+            _ = try Store(at: "/stray", schema: PeopleV3.self, migrationPlan: FullPlan.self, configuration: Store.Configuration(), fileSystem: stray)
+            Issue.record("opened a store whose version the plan does not list")
+        } catch StrataError.unknownModelVersion(let stored, let checksum) {
+            #expect(stored == Schema.Version(1, 5, 0))
+            #expect(checksum == "\(try PeopleStray.schema().checksum)")
+        }
+        #expect(stray.allFiles() == strayFiles)
+    }
+
+    @Test func crashAtEverySyncPointOfAMigrationRollsBackOrFinishes() throws {
+        injectedStageFault = nil
+        skipDeduplication = false
+        let seed = SeededRandom.seed(default: 0x319)
+        print("MigrationTests seed \(seed)")
+        let count = 400
+        var setupSyncs = 0
+        func run(_ fs: MemoryFileSystem) -> Void {
+            do {
+                try Self.createV1(at: "/store", count: count, fileSystem: fs)
+                setupSyncs = fs.counters.syncs
+                let store = try Store(at: "/store", schema: PeopleV3.self, migrationPlan: FullPlan.self,
+                                      configuration: Store.Configuration(), fileSystem: fs)
+                try store.close()
+            } catch {}
+        }
+        let reference = MemoryFileSystem()
+        run(reference)
+        let total = reference.counters.syncs
+        let setup = setupSyncs
+        #expect(total > setup + 3)
+        var tested = 0
+        for point in setup..<total {
+            for mode in MemoryFileSystem.CrashMode.allCases {
+                var random = SeededRandom(seed: seed &+ UInt64(point))
+                let (fs, _) = MemoryFileSystem.runUntilPowerCut(atSync: point, mode: mode, using: &random, run)
+                // The old app finds the old version untouched, or a store already migrated.
+                do {
+                    let old = try Store(at: "/store", schema: PeopleV1.self, migrationPlan: nil, configuration: Store.Configuration(), fileSystem: fs)
+                    let people = try Context(old).fetch(FetchDescriptor<PeopleV1.Person>(sortBy: [RecordSort(\.age)])).map(\.record)
+                    #expect(people == Self.v1People(count), "old version changed: sync point \(point), mode \(mode), seed \(seed)")
+                    try old.close()
+                } catch StrataError.storeIsNewer {}
+                // The new app finishes the migration: the same data as an uninterrupted run.
+                let store = try Store(at: "/store", schema: PeopleV3.self, migrationPlan: FullPlan.self,
+                                      configuration: Store.Configuration(), fileSystem: fs)
+                let people = try Context(store).fetch(FetchDescriptor<PeopleV3.Person>()).map(\.record)
+                #expect(people == Self.expectedV3(from: count), "sync point \(point), mode \(mode), seed \(seed)")
+                try store.close()
+                tested += 1
+            }
+        }
+        print("MigrationTests: \(tested) crash points")
+        #expect(tested == 3 * (total - setup))
+    }
+}
+
+/// The bytes of the files in `folder`.
+func folderBytes(_ folder: String) -> Int {
+    let fs = POSIXFileSystem()
+    guard let names = try? fs.contentsOfDirectory(folder) else { return 0 }
+    return names.reduce(0) { total, name in
+        guard let file = try? fs.openFile(folder + "/" + name, create: false) else { return total }
+        defer { file.close() }
+        return total + Int((try? file.size()) ?? 0)
+    }
+}
