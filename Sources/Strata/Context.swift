@@ -22,6 +22,9 @@ public final class Context {
     public let store: Store
     /// Who makes the changes; recorded with each save (the history journal will carry it).
     public var author: String?
+    /// Set for the contexts of a migration stage's closures: `save()` leaves the changes for
+    /// `saveWithStage(_:)`.
+    var savesWithStage = false
 
     private enum Change: Sendable {
         case upsert([UInt8], isNew: Bool)
@@ -145,8 +148,12 @@ public final class Context {
     ///   `.uniqueConstraintViolation` (an update repeating a unique value another record holds,
     ///   for instance one saved meanwhile by another context), `.recordNotFound` (a record
     ///   updated here was deleted by another context), storage errors.
+    ///
+    /// In a migration stage's `willMigrate` or `didMigrate`, saving is deferred: the changes
+    /// stay in the context (its reads see them) and are committed with the stage, atomically
+    /// with its progress.
     public func save() throws {
-        guard hasChanges else { return }
+        guard hasChanges, !savesWithStage else { return }
         try Self.write(changes, to: store)
         changes.removeAll()
         pendingUnique.removeAll()
@@ -159,7 +166,7 @@ public final class Context {
     /// is not cancelled with its task: it completes or fails as a whole.
     /// - Throws: as ``save()``; on error nothing is saved and the changes stay in the context.
     nonisolated(nonsending) public func save() async throws {
-        guard hasChanges else { return }
+        guard hasChanges, !savesWithStage else { return }
         let changes = changes, store = store
         try await store.runOffTheCooperativePool { try Self.write(changes, to: store) }
         self.changes.removeAll()
@@ -168,7 +175,8 @@ public final class Context {
 
     /// Writes `changes` in one record-store transaction (relationships maintained, unique
     /// values checked: see ``save()``).
-    private static func write(_ changes: [UInt32: [UInt64: Change]], to store: Store) throws {
+    private static func write(_ changes: [UInt32: [UInt64: Change]], to store: Store,
+                              alsoWriting extra: ((RecordTransaction) throws -> Void)? = nil) throws {
         try store.translating {
             try store.records.write(durability: store.configuration.durability.pageLogDurability) { transaction in
                 let graph = GraphTransaction(store: store, transaction: transaction)
@@ -181,8 +189,17 @@ public final class Context {
                     }
                 }
                 try graph.commit()
+                try extra?(transaction)
             }
         }
+    }
+
+    /// Commits every unsaved change and `extra`'s writes (the stage's progress) in one
+    /// durable transaction — what a migration stage does with its closures' contexts.
+    func saveWithStage(_ extra: @escaping (RecordTransaction) throws -> Void) throws {
+        try Self.write(changes, to: store, alsoWriting: extra)
+        changes.removeAll()
+        pendingUnique.removeAll()
     }
 
     /// Forgets every unsaved change.

@@ -11,6 +11,9 @@ public struct MigrationFailureReport: Sendable, Equatable, CustomStringConvertib
         /// Changing the schema itself failed: the change needs records rewritten that the
         /// stage did not rewrite, or records violate a new unique constraint.
         case schemaChange
+        /// A record transform threw, or its result could not be written (`recordID` names the
+        /// old record).
+        case transform
         /// Reading or writing the store failed (I/O, corruption).
         case storage
     }

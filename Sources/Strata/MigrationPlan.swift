@@ -55,7 +55,8 @@ public struct MigrationStage {
     /// What the stage does.
     enum Kind {
         case lightweight
-        case custom(willMigrate: ((Context) throws -> Void)?, didMigrate: ((Context) throws -> Void)?)
+        case custom(willMigrate: ((Context) throws -> Void)?, didMigrate: ((Context) throws -> Void)?,
+                    transforms: [RecordTransform], batchSize: Int)
     }
 
     /// The version migrated from.
@@ -74,7 +75,19 @@ public struct MigrationStage {
     /// either may throw, which fails the migration and leaves the store as it was.
     public static func custom(fromVersion: any VersionedSchema.Type, toVersion: any VersionedSchema.Type,
                               willMigrate: ((Context) throws -> Void)?, didMigrate: ((Context) throws -> Void)?) -> MigrationStage {
-        MigrationStage(fromVersion: fromVersion, toVersion: toVersion, kind: .custom(willMigrate: willMigrate, didMigrate: didMigrate))
+        custom(fromVersion: fromVersion, toVersion: toVersion, transforms: [], willMigrate: willMigrate, didMigrate: didMigrate)
+    }
+
+    /// A stage that rewrites records: each ``RecordTransform`` streams every record of its
+    /// entity from the old version to the new one, in batches of `batchSize` records, each
+    /// committed durably with the stage's progress; `willMigrate` runs before them (context on
+    /// the old version), `didMigrate` after the switch (context on the new one). An entity
+    /// whose change needs records rewritten must be a transform's target.
+    public static func custom(fromVersion: any VersionedSchema.Type, toVersion: any VersionedSchema.Type,
+                              transforms: [RecordTransform], batchSize: Int = 10_000,
+                              willMigrate: ((Context) throws -> Void)? = nil, didMigrate: ((Context) throws -> Void)? = nil) -> MigrationStage {
+        MigrationStage(fromVersion: fromVersion, toVersion: toVersion,
+                       kind: .custom(willMigrate: willMigrate, didMigrate: didMigrate, transforms: transforms, batchSize: max(1, batchSize)))
     }
 
     /// `"lightweight"` or `"custom"`.
@@ -89,7 +102,7 @@ public struct MigrationStage {
     var hasCode: Bool {
         switch kind {
         case .lightweight: false
-        case .custom(let willMigrate, let didMigrate): willMigrate != nil || didMigrate != nil
+        case .custom(let willMigrate, let didMigrate, let transforms, _): willMigrate != nil || didMigrate != nil || !transforms.isEmpty
         }
     }
 }

@@ -63,8 +63,13 @@ extension Store {
         }
         var records = try open()
         do {
-            if let marker = try translatingErrors({ try records.snapshot().root.migration }) {
-                // Killed during a migration: go back to the store as it was before it.
+            var resuming: MigrationMarker?
+            if let marker = try translatingErrors({ try records.snapshot().root.migration }),
+               plan != nil, marker.targetChecksum == schema.checksum.bytes {
+                // Killed during a migration this app runs too: finish it from where it got.
+                resuming = marker
+            } else if let marker = try translatingErrors({ try records.snapshot().root.migration }) {
+                // Killed during a migration to another version: go back to the store as it was before it.
                 try translatingErrors {
                     try records.log.close()
                     try PageLog.rollBack(directory: path, fileSystem: fileSystem,
@@ -73,7 +78,7 @@ extension Store {
                 records = try open()
             }
             try MigrationRunner(path: path, fileSystem: fileSystem, configuration: configuration, current: schema, plan: plan)
-                .run(&records)
+                .run(&records, resuming: resuming)
             return records
         } catch {
             try? records.log.close()
@@ -91,42 +96,55 @@ struct MigrationRunner {
     let current: Schema
     let plan: MigrationPlanCheck?
 
-    /// Migrates `records` (replaced by a reopened store when a failed migration was undone).
+    /// Migrates `records` (replaced by a reopened store when a failed migration was undone),
+    /// or finishes the interrupted migration `resuming` describes.
     /// - Throws: `StrataError.storeIsNewer`, `.unknownModelVersion`, `.migrationFailed`.
-    func run(_ records: inout RecordStore) throws {
+    func run(_ records: inout RecordStore, resuming: MigrationMarker?) throws {
         let started = ContinuousClock.now
-        guard let stored = try Self.storedVersion(of: records), stored.checksum != current.checksum else { return }
-        if stored.schemaVersion > current.version {
-            throw StrataError.storeIsNewer(stored: stored.schemaVersion, current: current.version)
+        let marker: MigrationMarker
+        let stored: CatalogVersion
+        if let resuming, let plan {
+            let catalog = try Self.catalog(of: records)
+            guard let from = catalog?.version(id: resuming.fromCatalogVersion), Int(resuming.stage) <= plan.steps.count else {
+                throw StrataError.corruption(file: "store root", offset: 0,
+                                             reason: "the interrupted migration names catalog version \(resuming.fromCatalogVersion), which the catalog lacks")
+            }
+            stored = from
+            marker = resuming
+        } else {
+            guard let latest = try Self.catalog(of: records)?.latest, latest.checksum != current.checksum else { return }
+            if latest.schemaVersion > current.version {
+                throw StrataError.storeIsNewer(stored: latest.schemaVersion, current: current.version)
+            }
+            guard let plan else { return }  // binding applies a lightweight difference or throws schemaMismatch
+            guard let start = plan.position(of: latest.checksum) else {
+                throw StrataError.unknownModelVersion(stored: latest.schemaVersion, checksum: "\(latest.checksum)")
+            }
+            guard start < plan.steps.count else { return }
+            stored = latest
+            // One rollback point for the whole migration: its marker commits first (invariant 22).
+            marker = try translatingErrors {
+                try records.write { $0.beginMigration(fromCatalogVersion: latest.id, stage: UInt32(start), targetChecksum: current.checksum.bytes) }
+            }
         }
-        guard let plan else { return }  // binding applies a lightweight difference or throws schemaMismatch
-        guard let start = plan.position(of: stored.checksum) else {
-            throw StrataError.unknownModelVersion(stored: stored.schemaVersion, checksum: "\(stored.checksum)")
-        }
-        let steps = Array(start..<plan.steps.count)
-        guard !steps.isEmpty else { return }
-        // One rollback point for the whole migration: its marker commits first (invariant 22).
-        let marker = try translatingErrors {
-            try records.write { $0.beginMigration(fromCatalogVersion: stored.id, stage: UInt32(start),
-                                                  targetChecksum: current.checksum.bytes) }
-        }
-        var failure: (index: Int, category: MigrationFailureReport.Category, error: any Error)?
-        for (index, step) in steps.enumerated() {
+        guard let plan else { return }
+        var failure: (step: Int, category: MigrationFailureReport.Category, recordID: String?, error: any Error)?
+        for step in Int(marker.stage)..<plan.steps.count {
             do {
-                try runStep(step, of: plan, records: records)
+                try runStep(step, of: plan, phase: step == Int(marker.stage) ? marker.phase : .started, records: records)
             } catch let error as StepFailure {
-                failure = (index, error.category, error.underlying)
+                failure = (step, error.category, error.recordID, error.underlying)
                 break
             } catch {
-                failure = (index, .storage, error)
+                failure = (step, .storage, nil, error)
                 break
             }
         }
         if let failure {
             let report = MigrationFailureReport(
                 storePath: path, storedVersion: stored.schemaVersion, targetVersion: current.version,
-                stageIndex: failure.index, stageCount: steps.count, stageName: Self.name(ofStep: steps[failure.index], in: plan),
-                category: failure.category, recordID: nil, underlyingError: "\(failure.error)", storeBytes: storeBytes(),
+                stageIndex: failure.step, stageCount: plan.steps.count, stageName: Self.name(ofStep: failure.step, in: plan),
+                category: failure.category, recordID: failure.recordID, underlyingError: "\(failure.error)", storeBytes: storeBytes(),
                 seconds: Self.seconds(since: started))
             try undo(&records, to: marker)
             throw StrataError.migrationFailed(report)
@@ -134,9 +152,10 @@ struct MigrationRunner {
         try translatingErrors { try records.write { $0.endMigration() } }
     }
 
-    /// A stage's failure and which part of it failed.
+    /// A stage's failure: which part of it failed, and the record concerned when known.
     private struct StepFailure: Error {
         let category: MigrationFailureReport.Category
+        var recordID: String?
         let underlying: any Error
     }
 
@@ -145,33 +164,178 @@ struct MigrationRunner {
         do { return try body() } catch let error as StepFailure { throw error } catch { throw StepFailure(category: category, underlying: error) }
     }
 
-    /// The step from `plan.versions[step]` to the next version.
-    private func runStep(_ step: Int, of plan: MigrationPlanCheck, records: RecordStore) throws {
+    /// The configuration of the stores a stage's closures get: every commit durable.
+    private var stageConfiguration: Store.Configuration {
+        var configuration = configuration
+        configuration.durability = .durable
+        return configuration
+    }
+
+    /// The step from `plan.versions[step]` to the next version, from `phase` on (a resumed
+    /// stage skips what it committed already). Each phase's work commits together with the
+    /// marker's next phase, so a crash repeats no committed work (Architecture.md, "Migration").
+    private func runStep(_ step: Int, of plan: MigrationPlanCheck, phase: MigrationMarker.Phase, records: RecordStore) throws {
         let from = plan.versions[step], to = plan.versions[step + 1]
-        guard case .custom(let willMigrate, let didMigrate)? = plan.steps[step].stage?.stage.kind else {
+        let advance = { (transaction: RecordTransaction) in
+            transaction.updateMigration { marker in
+                marker.stage = UInt32(step + 1)
+                marker.phase = .started
+            }
+        }
+        guard case .custom(let willMigrate, let didMigrate, let transforms, let batchSize)? = plan.steps[step].stage?.stage.kind else {
             _ = try attributing(.schemaChange) { try translatingErrors { try records.bind(to.schema) } }
+            try translatingErrors { try records.write(advance) }
             return
         }
-        if let willMigrate {
+        if phase == .started {
+            // The catalog the stage goes to, checked against its transforms, written (pending)
+            // with willMigrate's changes.
+            let catalog = try attributing(.schemaChange) { () throws -> SchemaCatalog in
+                guard let stored = try Self.catalog(of: records), let latest = stored.latest else {
+                    throw StrataError.corruption(file: "schema catalog", offset: 0, reason: "a migrating store has no catalog")
+                }
+                let registered = try stored.register(to.schema)
+                guard let target = registered.catalog.version(id: registered.versionID) else {
+                    throw StrataError.invalidSchema(reason: "\(to.name): its catalog version is missing after registration")
+                }
+                try Self.checkRewrites(from: latest, to: target, transforms: transforms)
+                return registered.catalog
+            }
+            let context = Context(try Store(records: records, schema: from.schema, configuration: stageConfiguration), author: "migration")
+            context.savesWithStage = true
             try attributing(.willMigrate) {
-                let context = Context(try Store(records: records, schema: from.schema, configuration: configuration), author: "migration")
-                try willMigrate(context)
-                try context.save()  // unsaved changes are saved with the stage, never dropped
+                try willMigrate?(context)
+                try context.saveWithStage { transaction in
+                    try transaction.setPendingCatalog(catalog.encoded())
+                    transaction.updateMigration { $0.phase = .streaming }
+                }
             }
         }
-        _ = try attributing(.schemaChange) { try translatingErrors { try records.bind(to.schema) } }
-        if let didMigrate {
-            try attributing(.didMigrate) {
-                let context = Context(try Store(records: records, schema: to.schema, configuration: configuration), author: "migration")
-                try didMigrate(context)
-                try context.save()
+        if phase != .switched {
+            let target = try stream(transforms, batchSize: batchSize, records: records)
+            _ = try attributing(.schemaChange) {
+                try translatingErrors {
+                    do {
+                        try records.write { transaction in
+                            try transaction.switchToShadows(version: target)
+                            transaction.updateMigration { $0.phase = .switched }
+                        }
+                    } catch let RecordTreeError.uniqueConstraintViolation(entityID, attributeID, recordID, existingID) {
+                        // Named as binding names it (a new unique constraint the records break).
+                        throw StrataError.uniqueConstraintViolation(
+                            entity: target.entity(id: entityID)?.name ?? "#\(entityID)",
+                            attribute: target.resolvedAttributes(ofEntity: entityID).first { $0.id == attributeID }?.name ?? "#\(attributeID)",
+                            existing: "records \(existingID) and \(recordID)")
+                    }
+                }
             }
         }
+        let context = Context(try Store(records: records, schema: to.schema, configuration: stageConfiguration), author: "migration")
+        context.savesWithStage = true
+        try attributing(.didMigrate) {
+            try didMigrate?(context)
+            try context.saveWithStage(advance)
+        }
+    }
+
+    /// Every entity whose change needs its records rewritten must be a transform's target.
+    private static func checkRewrites(from old: CatalogVersion, to new: CatalogVersion, transforms: [RecordTransform]) throws {
+        let targets = Set(transforms.map(\.targetEntity))
+        let blocking = new.differences(from: old).filter { difference in
+            if case .uniqueAdded = difference.change { return false }
+            return !difference.isLightweight && !targets.contains(difference.entity)
+        }
+        guard blocking.isEmpty else {
+            throw StrataError.schemaMismatch(stored: "\(old.schemaVersion)", current: "\(new.schemaVersion)",
+                                             differences: blocking.map { "[needs a RecordTransform of \($0.entity)] \($0.description)" })
+        }
+    }
+
+    /// Runs the stage's transforms, batch by batch, from where the marker says each got;
+    /// returns the pending catalog's version (the stage's target).
+    private func stream(_ transforms: [RecordTransform], batchSize: Int, records: RecordStore) throws -> CatalogVersion {
+        let (oldBinding, newBinding) = try attributing(.schemaChange) { () throws -> (SchemaBinding, SchemaBinding) in
+            try translatingErrors {
+                try records.write { transaction in
+                    guard let oldBytes = try transaction.catalogBytes(), let newBytes = try transaction.pendingCatalogBytes() else {
+                        throw StrataError.corruption(file: "schema catalog", offset: 0, reason: "a migrating store lacks its pending catalog")
+                    }
+                    let old = try SchemaCatalog.decode(oldBytes), new = try SchemaCatalog.decode(newBytes)
+                    guard let oldVersion = old.latest, let newVersion = new.latest else {
+                        throw StrataError.corruption(file: "schema catalog", offset: 0, reason: "an empty catalog")
+                    }
+                    return (SchemaBinding(catalog: old, versionID: oldVersion.id, version: oldVersion),
+                            SchemaBinding(catalog: new, versionID: newVersion.id, version: newVersion))
+                }
+            }
+        }
+        // Where transforms may write: their targets, and entities the new version adds.
+        var targets: [UInt32] = []
+        for transform in transforms {
+            let target = try attributing(.schemaChange) { () throws -> UInt32 in
+                guard let target = try? newBinding.entityID(of: transform.targetEntity) else { throw StrataError.unknownEntity(transform.targetEntity) }
+                guard let source = try? oldBinding.entityID(of: transform.sourceEntity) else { throw StrataError.unknownEntity(transform.sourceEntity) }
+                guard target == source || oldBinding.version.entity(id: target) == nil else {
+                    throw StrataError.invalidSchema(reason: "a transform from \(transform.sourceEntity) writes \(transform.targetEntity), "
+                        + "which the old version has: write into the same entity or a new one")
+                }
+                guard !targets.contains(target) else {
+                    throw StrataError.invalidSchema(reason: "two transforms of one stage write \(transform.targetEntity)")
+                }
+                return target
+            }
+            targets.append(target)
+        }
+        let insertable = Set(targets).union(newBinding.version.entities.map(\.id).filter { oldBinding.version.entity(id: $0) == nil })
+        for (transform, target) in zip(transforms, targets) {
+            let source = try oldBinding.entityID(of: transform.sourceEntity)
+            let environment = { (transaction: RecordTransaction) in
+                TransformEnvironment(old: oldBinding, oldLayout: oldBinding.layout(of: source), new: newBinding,
+                                     newLayout: newBinding.layout(of: target),
+                                     writer: MigrationWriter(binding: newBinding, transaction: transaction, insertable: insertable))
+            }
+            while true {
+                let snapshot = try translatingErrors { try records.snapshot() }
+                let shadow = snapshot.root.migration?.shadows[target]
+                if shadow?.isDone == true { break }
+                var batch: [(id: UInt64, bytes: [UInt8])] = []
+                try translatingErrors {
+                    try snapshot.reader(for: source).scan(from: (shadow?.cursor ?? 0) + 1) { id, bytes in
+                        batch.append((id, Array(bytes)))
+                        return batch.count < batchSize
+                    }
+                }
+                let sourceNext = snapshot.root.entities[source]?.nextRowID ?? 1
+                try translatingErrors {
+                    try records.write { transaction in
+                        let tree = transaction.shadowTree(for: target, schemaVersion: newBinding.versionID)
+                        transaction.updateMigration { marker in
+                            if let next = marker.shadows[target]?.nextRowID, next < sourceNext { marker.shadows[target]?.nextRowID = sourceNext }
+                        }
+                        let environment = environment(transaction)
+                        for (id, bytes) in batch {
+                            do {
+                                if let result = try bytes.withUnsafeBytes({ try transform.apply($0, environment) }) {
+                                    try tree.insert(id, bytes: result)
+                                }
+                            } catch {
+                                throw StepFailure(category: .transform, recordID: "\(transform.sourceEntity)#\(id)", underlying: error)
+                            }
+                        }
+                        transaction.updateMigration { marker in
+                            if let last = batch.last { marker.shadows[target]?.cursor = last.id }
+                            if batch.count < batchSize { marker.shadows[target]?.isDone = true }
+                        }
+                    }
+                }
+            }
+        }
+        return newBinding.version
     }
 
     /// Closes the store and cuts its log back to the migration's rollback point; reopens it so
     /// the caller can close it as usual.
-    private func undo(_ records: inout RecordStore, to marker: StoreRoot.MigrationMarker) throws {
+    private func undo(_ records: inout RecordStore, to marker: MigrationMarker) throws {
         try translatingErrors {
             try records.log.close()  // checkpoints are held: nothing is written
             try PageLog.rollBack(directory: path, fileSystem: fileSystem,
@@ -181,11 +345,11 @@ struct MigrationRunner {
         }
     }
 
-    /// The newest catalog version of the store, or nil for a new store.
-    static func storedVersion(of records: RecordStore) throws -> CatalogVersion? {
+    /// The store's catalog, or nil for a new store.
+    static func catalog(of records: RecordStore) throws -> SchemaCatalog? {
         try translatingErrors {
             guard let bytes = try records.snapshot().catalogBytes() else { return nil }
-            do { return try SchemaCatalog.decode(bytes).latest } catch {
+            do { return try SchemaCatalog.decode(bytes) } catch {
                 throw StrataError.corruption(file: "schema catalog", offset: 0, reason: "\(error)")
             }
         }

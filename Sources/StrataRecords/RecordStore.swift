@@ -2,6 +2,7 @@ import Synchronization
 import StrataFormat
 import StrataIO
 import StrataPageLog
+import StrataSchema
 
 /// The record layer's engine: one record tree per entity and the schema catalog's bytes,
 /// in one page log, changed together atomically. The public store API sits on it.
@@ -82,6 +83,8 @@ package final class RecordTransaction {
     let options: RecordTreeOptions
     private(set) var root: StoreRoot
     private var trees: [UInt32: RecordTreeWriter] = [:]
+    /// Shadow trees of the running migration stage, by entity id.
+    private var shadowTrees: [UInt32: RecordTreeWriter] = [:]
     private var indexWriters: [StoreRoot.IndexID: IndexTreeWriter] = [:]
     private var rootChanged = false
 
@@ -189,6 +192,13 @@ package final class RecordTransaction {
                 rootChanged = true
             }
         }
+        for (entityID, writer) in shadowTrees.sorted(by: { $0.key < $1.key }) {
+            let treeRoot = try writer.finish()
+            if root.migration?.shadows[entityID]?.tree != treeRoot {
+                root.migration?.shadows[entityID]?.tree = treeRoot
+                rootChanged = true
+            }
+        }
         // Invariant 19, checked before anything commits: one entry per record.
         for (id, index) in root.indexes {
             let records = root.entities[id.entityID]?.tree.count ?? 0
@@ -202,26 +212,100 @@ package final class RecordTransaction {
         transaction.holdCheckpoints(root.migration != nil)
     }
 
-    /// The migration stage in progress, as this transaction sees it.
-    package var migration: StoreRoot.MigrationMarker? { root.migration }
+    /// The migration in progress, as this transaction sees it.
+    package var migration: MigrationMarker? { root.migration }
 
-    /// Starts a migration stage: writes its marker, whose rollback point is where the log
-    /// ended before this transaction. From this commit on, checkpoints are held until a
-    /// commit clears the marker (Architecture.md, invariant 22).
+    /// Starts a migration: writes its marker, whose rollback point is where the log ended
+    /// before this transaction. From this commit on, checkpoints are held until a commit
+    /// clears the marker (Architecture.md, invariant 22).
     @discardableResult
-    package func beginMigration(fromCatalogVersion: UInt32, stage: UInt32, targetChecksum: [UInt8]) -> StoreRoot.MigrationMarker {
+    package func beginMigration(fromCatalogVersion: UInt32, stage: UInt32, targetChecksum: [UInt8]) -> MigrationMarker {
         let start = transaction.startPosition
-        let marker = StoreRoot.MigrationMarker(rollbackSegment: start.segment, rollbackOffset: start.offset,
-                                               fromCatalogVersion: fromCatalogVersion, stage: stage, targetChecksum: targetChecksum)
+        let marker = MigrationMarker(rollbackSegment: start.segment, rollbackOffset: start.offset,
+                                     fromCatalogVersion: fromCatalogVersion, stage: stage, targetChecksum: targetChecksum)
         root.migration = marker
         rootChanged = true
         return marker
     }
 
-    /// Ends the migration stage in progress: its changes become the store's for good.
+    /// Changes the marker of the migration in progress (its phase, stage or pending catalog).
+    package func updateMigration(_ change: (inout MigrationMarker) throws -> Void) rethrows {
+        guard var marker = root.migration else { return }
+        try change(&marker)
+        root.migration = marker
+        rootChanged = true
+    }
+
+    /// Ends the migration in progress: its changes become the store's for good.
     package func endMigration() {
         guard root.migration != nil else { return }
         root.migration = nil
         rootChanged = true
+    }
+
+    /// Writes `bytes` as the catalog a migration stage goes to (not the store's yet) and
+    /// records its page in the marker.
+    package func setPendingCatalog(_ bytes: [UInt8]) throws {
+        guard var marker = root.migration else { return }
+        if marker.pendingCatalogPage == 0 { marker.pendingCatalogPage = try transaction.allocatePageID() }
+        try transaction.write(marker.pendingCatalogPage, bytes: bytes)
+        root.migration = marker
+        rootChanged = true
+    }
+
+    /// The pending catalog's bytes, if the running stage wrote one.
+    package func pendingCatalogBytes() throws -> [UInt8]? {
+        guard let page = root.migration?.pendingCatalogPage, page != 0 else { return nil }
+        return try transaction.read(page)?.bytes
+    }
+
+    /// The shadow record tree of an entity in the running stage (created empty, its ids
+    /// handed out above `nextRowID`, on first use): records written there carry
+    /// `schemaVersion` and stay invisible until `switchToShadows`.
+    package func shadowTree(for entityID: UInt32, schemaVersion: UInt32) -> RecordTreeWriter {
+        if let tree = shadowTrees[entityID] { return tree }
+        if root.migration?.shadows[entityID] == nil {
+            // Built first: an optional-chained assignment starts its access to `root` before
+            // evaluating its right-hand side.
+            let shadow = MigrationMarker.Shadow(nextRowID: root.entities[entityID]?.nextRowID ?? 1)
+            root.migration?.shadows[entityID] = shadow
+            rootChanged = true
+        }
+        let tree = RecordTreeWriter(transaction: transaction, root: root.migration?.shadows[entityID]?.tree ?? .empty,
+                                    entityID: entityID, schemaVersion: schemaVersion, options: options)
+        shadowTrees[entityID] = tree
+        return tree
+    }
+
+    /// Makes the running stage's work the store's: each shadow tree replaces its entity's
+    /// tree (whose pages, and those of the entity's indexes, are freed), the pending catalog
+    /// becomes the store's catalog (the old catalog page is freed), and the indexes of
+    /// `version` (the pending catalog's newest version) are built or dropped.
+    package func switchToShadows(version: CatalogVersion) throws {
+        guard var marker = root.migration else { return }
+        for (entityID, writer) in shadowTrees.sorted(by: { $0.key < $1.key }) {
+            marker.shadows[entityID]?.tree = try writer.finish()
+        }
+        shadowTrees.removeAll()
+        for (entityID, shadow) in marker.shadows.sorted(by: { $0.key < $1.key }) {
+            for (attributeID, _) in root.indexes(of: entityID) {
+                try dropIndex(StoreRoot.IndexID(entityID: entityID, attributeID: attributeID))
+            }
+            try tree(for: entityID, schemaVersion: 0).destroy()
+            trees[entityID] = nil
+            var entity = root.entities[entityID] ?? StoreRoot.EntityTree()
+            entity.tree = shadow.tree
+            entity.nextRowID = max(entity.nextRowID, shadow.nextRowID)
+            root.entities[entityID] = entity
+        }
+        marker.shadows = [:]
+        if marker.pendingCatalogPage != 0 {
+            if root.catalogPageID != 0 { try transaction.free(root.catalogPageID) }
+            root.catalogPageID = marker.pendingCatalogPage
+            marker.pendingCatalogPage = 0
+        }
+        root.migration = marker
+        rootChanged = true
+        try reconcileIndexes(with: version)
     }
 }

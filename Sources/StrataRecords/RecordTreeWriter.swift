@@ -145,6 +145,21 @@ package final class RecordTreeWriter {
         return root
     }
 
+    /// Frees every page of the tree — nodes and overflow chunks — and leaves it empty (a
+    /// migration replacing the tree). Indexes are not touched.
+    package func destroy() throws {
+        var pending = root.rootPageID == 0 ? [] : [root.rootPageID]
+        while let pageID = pending.popLast() {
+            switch try load(pageID) {
+            case .interior(let interior): pending += interior.node.children
+            case .leaf(let leaf):
+                for index in 0..<leaf.node.count where leaf.node.isOverflow(index) { try freeOverflow(leaf.node, index) }
+            }
+            try discard(pageID)
+        }
+        root = .empty
+    }
+
     // MARK: Insertion
 
     @discardableResult

@@ -12,8 +12,7 @@ import StrataFormat
 /// entity     := entityID:u32 reserved:u32 rootPage:u64 count:u64 nextRowID:u64   ; 32 bytes
 /// index      := entityID:u32 attributeID:u32 rootPage:u64 count:u64 flags:u32 defaultLength:u32
 ///               defaultKey:byte{defaultLength}
-/// migration  := "MIGR" rollbackSegment:u64 rollbackOffset:u64 fromCatalogVersion:u32
-///               stage:u32 targetChecksum:byte{32}                                  ; 60 bytes
+/// migration  := see MigrationMarker
 /// ```
 ///
 /// Version 1 is written while there is no index (so such stores stay readable by older
@@ -79,30 +78,7 @@ package struct StoreRoot: Equatable, Sendable {
     static let indexFixedSize = 32
     static let uniqueFlag: UInt32 = 1
 
-    /// A migration stage in progress: where the log ended before it began (the rollback
-    /// point that undoes it, Architecture.md invariant 22) and what it migrates.
-    package struct MigrationMarker: Equatable, Sendable {
-        static let magic: [UInt8] = Array("MIGR".utf8)
-        static let size = 60
-        package var rollbackSegment: UInt64
-        package var rollbackOffset: UInt64
-        /// The catalog version the stage migrates from.
-        package var fromCatalogVersion: UInt32
-        /// The stage's position in its migration plan.
-        package var stage: UInt32
-        /// The schema checksum of the version the stage migrates to.
-        package var targetChecksum: [UInt8]
-
-        package init(rollbackSegment: UInt64, rollbackOffset: UInt64, fromCatalogVersion: UInt32, stage: UInt32, targetChecksum: [UInt8]) {
-            self.rollbackSegment = rollbackSegment
-            self.rollbackOffset = rollbackOffset
-            self.fromCatalogVersion = fromCatalogVersion
-            self.stage = stage
-            self.targetChecksum = targetChecksum
-        }
-    }
-
-    /// The migration stage in progress, if any.
+    /// The migration in progress, if any (version 3 roots only).
     package var migration: MigrationMarker?
 
     /// The first page of the stored schema catalog, 0 when none was stored yet.
@@ -141,14 +117,7 @@ package struct StoreRoot: Equatable, Sendable {
             writer.append(UInt32(index.defaultKey.count))
             writer.append(bytes: index.defaultKey)
         }
-        if let migration {
-            writer.append(bytes: MigrationMarker.magic)
-            writer.append(migration.rollbackSegment)
-            writer.append(migration.rollbackOffset)
-            writer.append(migration.fromCatalogVersion)
-            writer.append(migration.stage)
-            writer.append(bytes: migration.targetChecksum)
-        }
+        if let migration { migration.append(to: &writer) }
         return writer.bytes
     }
 
@@ -167,7 +136,7 @@ package struct StoreRoot: Equatable, Sendable {
             let indexCount = Int(try reader.read(UInt32.self, "index count"))
             guard version != 1 || indexCount == 0 else { throw FormatError("reserved store root field is not zero", at: 20) }
             guard version != 2 || indexCount > 0 else { throw FormatError("a version 2 store root without indexes", at: 20) }
-            let markerSize = version == 3 ? MigrationMarker.size : 0
+            let markerSize = version == 3 ? MigrationMarker.fixedSize : 0
             guard count <= maximumEntities, indexCount <= maximumEntities,
                   version == 1 ? reader.remaining == count * entitySize
                       : reader.remaining >= count * entitySize + indexCount * indexFixedSize + markerSize else {
@@ -208,16 +177,7 @@ package struct StoreRoot: Equatable, Sendable {
                 }
                 root.indexes[id] = Index(isUnique: flags & uniqueFlag != 0, defaultKey: defaultKey, tree: tree)
             }
-            if version == 3 {
-                let at = reader.position
-                guard reader.remaining == MigrationMarker.size, try reader.readBytes(4, "migration magic") == MigrationMarker.magic else {
-                    throw FormatError("a version 3 store root without a valid migration marker", at: at)
-                }
-                root.migration = MigrationMarker(
-                    rollbackSegment: try reader.read(UInt64.self, "rollback segment"), rollbackOffset: try reader.read(UInt64.self, "rollback offset"),
-                    fromCatalogVersion: try reader.read(UInt32.self, "from catalog version"), stage: try reader.read(UInt32.self, "stage"),
-                    targetChecksum: try reader.readBytes(32, "target checksum"))
-            }
+            if version == 3 { root.migration = try MigrationMarker.read(from: &reader) }
             guard reader.remaining == 0 else { throw FormatError("\(reader.remaining) bytes after the store root's last index", at: reader.position) }
             return root
         }

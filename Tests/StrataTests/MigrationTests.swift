@@ -374,3 +374,189 @@ func folderBytes(_ folder: String) -> Int {
         return total + Int((try? file.size()) ?? 0)
     }
 }
+
+// MARK: Streaming transforms
+
+/// From V1: `fullName` "Last, First" split into `lastName` and `firstName` (not lightweight:
+/// required attributes without defaults), by a transform.
+enum PeopleSplitNames: VersionedSchema {
+    static let versionIdentifier = Schema.Version(2, 0, 0)
+    static var models: [any PersistentRecord.Type] { [Person.self] }
+    struct Person: PersistentRecord, Equatable {
+        static var entityName: String { "Person" }
+        var lastName: String
+        var firstName: String
+        var age: Int
+    }
+}
+
+/// What the split transforms ran on, counted (a resumed migration transforms only what is left).
+nonisolated(unsafe) var transformCalls = 0
+nonisolated(unsafe) var failingAge: Int?
+
+enum SplitPlan: SchemaMigrationPlan {
+    static var schemas: [any VersionedSchema.Type] { [PeopleV1.self, PeopleSplitNames.self] }
+    static var stages: [MigrationStage] {
+        [.custom(fromVersion: PeopleV1.self, toVersion: PeopleSplitNames.self, transforms: [
+            .map(PeopleV1.Person.self, to: PeopleSplitNames.Person.self) { old in
+                transformCalls += 1
+                if old.age == failingAge { throw StageFault.willMigrate }
+                return split(old)
+            },
+        ], batchSize: 64)]
+    }
+
+    static func split(_ old: PeopleV1.Person) -> PeopleSplitNames.Person {
+        let parts = old.fullName.split(separator: ", ", maxSplits: 1).map(String.init)
+        return PeopleSplitNames.Person(lastName: parts[0], firstName: parts.count > 1 ? parts[1] : "", age: old.age)
+    }
+}
+
+// Moving data into a new entity: items' tag names become Tag records the items refer to.
+enum ShopV1: VersionedSchema {
+    static let versionIdentifier = Schema.Version(1, 0, 0)
+    static var models: [any PersistentRecord.Type] { [Item.self] }
+    struct Item: PersistentRecord, Equatable {
+        static var entityName: String { "Item" }
+        var name: String
+        var tagName: String
+    }
+}
+
+enum ShopV2: VersionedSchema {
+    static let versionIdentifier = Schema.Version(2, 0, 0)
+    static var models: [any PersistentRecord.Type] { [Item.self, Tag.self] }
+    struct Item: PersistentRecord, Equatable {
+        static var entityName: String { "Item" }
+        var name: String
+        var tag: RecordID<Tag>?
+    }
+    struct Tag: PersistentRecord, Equatable {
+        static var entityName: String { "Tag" }
+        var name: String
+    }
+}
+
+enum ShopPlan: SchemaMigrationPlan {
+    static var schemas: [any VersionedSchema.Type] { [ShopV1.self, ShopV2.self] }
+    static var stages: [MigrationStage] {
+        final class Tags { var ids: [String: RecordID<ShopV2.Tag>] = [:] }
+        let tags = Tags()
+        return [.custom(fromVersion: ShopV1.self, toVersion: ShopV2.self, transforms: [
+            .map(ShopV1.Item.self, to: ShopV2.Item.self) { old, writer in
+                let tag = try tags.ids[old.tagName] ?? writer.insert(ShopV2.Tag(name: old.tagName))
+                tags.ids[old.tagName] = tag
+                return ShopV2.Item(name: old.name, tag: tag)
+            },
+        ], batchSize: 100)]
+    }
+}
+
+extension MigrationTests {
+    @Test func splitStreamsEveryRecordInBatchesKeepingIdentifiers() throws {
+        transformCalls = 0
+        failingAge = nil
+        let folder = try temporaryDirectory()
+        defer { removeDirectory(folder) }
+        try Self.createV1(at: folder, count: 1_000)
+        let store = try Store(at: folder, schema: PeopleSplitNames.self, migrationPlan: SplitPlan.self)
+        #expect(transformCalls == 1_000)
+        let context = Context(store)
+        let people = try context.fetch(FetchDescriptor<PeopleSplitNames.Person>(sortBy: [RecordSort(\.age)]))
+        #expect(people.map(\.record) == Self.v1People(1_000).map(SplitPlan.split))
+        #expect(people.map(\.id.rawValue) == Array(1...1_000))  // same identifiers as before
+        #expect(people[0].record.lastName == "Last0" && people[0].record.firstName == "First0")
+        // Predicates and new inserts work on the migrated records.
+        #expect(try context.fetchCount(FetchDescriptor<PeopleSplitNames.Person>(predicate: #Predicate { $0.lastName == "Last7" })) == 25)
+        let next = try context.insert(PeopleSplitNames.Person(lastName: "New", firstName: "One", age: 1))
+        try context.save()
+        #expect(next.rawValue == 1_001)
+        try store.close()
+        let reopened = try Store(at: folder, schema: PeopleSplitNames.self)
+        #expect(try Context(reopened).fetchCount(FetchDescriptor<PeopleSplitNames.Person>()) == 1_001)
+        try reopened.close()
+    }
+
+    @Test func aRejectedRecordFailsTheStageNamingItAndChangesNothing() throws {
+        defer { failingAge = nil }
+        failingAge = 700
+        let fs = MemoryFileSystem()
+        try Self.createV1(at: "/store", count: 1_000, fileSystem: fs)
+        let before = fs.allFiles()
+        do {
+            _ = try Store(at: "/store", schema: PeopleSplitNames.self, migrationPlan: SplitPlan.self, configuration: Store.Configuration(), fileSystem: fs)
+            Issue.record("the migration did not fail")
+        } catch StrataError.migrationFailed(let report) {
+            #expect(report.category == .transform)
+            #expect(report.recordID == "Person#701")
+            #expect(report.stageName == "custom PeopleV1 (1.0.0) → PeopleSplitNames (2.0.0)")
+            #expect(report.underlyingError.contains("willMigrate"))  // the injected StageFault's case name
+        }
+        #expect(fs.allFiles() == before)
+    }
+
+    @Test func aTransformMovesDataIntoANewEntity() throws {
+        let folder = try temporaryDirectory()
+        defer { removeDirectory(folder) }
+        do {
+            let store = try Store(at: folder, schema: ShopV1.self)
+            try store.write { transaction in
+                for index in 0..<500 { try transaction.insert(ShopV1.Item(name: "item \(index)", tagName: "tag \(index % 7)")) }
+            }
+            try store.close()
+        }
+        let store = try Store(at: folder, schema: ShopV2.self, migrationPlan: ShopPlan.self)
+        let context = Context(store)
+        let tags = try context.fetch(FetchDescriptor<ShopV2.Tag>())
+        #expect(tags.map(\.record.name).sorted() == (0..<7).map { "tag \($0)" })
+        let items = try context.fetch(FetchDescriptor<ShopV2.Item>(sortBy: [RecordSort(\.name)]))
+        #expect(items.count == 500)
+        let tagNames = Dictionary(uniqueKeysWithValues: tags.map { ($0.id, $0.record.name) })
+        for item in items {
+            let index = Int(item.record.name.dropFirst(5)) ?? -1
+            #expect(item.record.tag.flatMap { tagNames[$0] } == "tag \(index % 7)", "\(item.record.name)")
+        }
+        try store.close()
+    }
+
+    @Test func crashAtEverySyncPointOfAStreamingStageResumesFromTheLastBatch() throws {
+        failingAge = nil
+        let seed = SeededRandom.seed(default: 0x5_917)
+        print("MigrationTests streaming seed \(seed)")
+        let count = 300
+        var setupSyncs = 0
+        func run(_ fs: MemoryFileSystem) {
+            do {
+                try Self.createV1(at: "/store", count: count, fileSystem: fs)
+                setupSyncs = fs.counters.syncs
+                let store = try Store(at: "/store", schema: PeopleSplitNames.self, migrationPlan: SplitPlan.self,
+                                      configuration: Store.Configuration(), fileSystem: fs)
+                try store.close()
+            } catch {}
+        }
+        let reference = MemoryFileSystem()
+        run(reference)
+        let total = reference.counters.syncs, setup = setupSyncs
+        let expected = Self.v1People(count).map(SplitPlan.split)
+        var tested = 0, resumed = 0
+        for point in setup..<total {
+            for mode in MemoryFileSystem.CrashMode.allCases {
+                var random = SeededRandom(seed: seed &+ UInt64(point))
+                let (fs, _) = MemoryFileSystem.runUntilPowerCut(atSync: point, mode: mode, using: &random, run)
+                transformCalls = 0
+                let store = try Store(at: "/store", schema: PeopleSplitNames.self, migrationPlan: SplitPlan.self,
+                                      configuration: Store.Configuration(), fileSystem: fs)
+                let people = try Context(store).fetch(FetchDescriptor<PeopleSplitNames.Person>(sortBy: [RecordSort(\.age)]))
+                #expect(people.map(\.record) == expected, "sync point \(point), mode \(mode), seed \(seed)")
+                #expect(people.map(\.id.rawValue) == Array(1...UInt64(count)), "identifiers, sync point \(point), mode \(mode)")
+                #expect(transformCalls <= count)
+                if transformCalls > 0 && transformCalls < count { resumed += 1 }
+                try store.close()
+                tested += 1
+            }
+        }
+        print("MigrationTests streaming: \(tested) crash points, \(resumed) resumed after a durable batch")
+        #expect(tested == 3 * (total - setup))
+        #expect(resumed > 0)  // progress is durable per batch: a crash does not start over
+    }
+}
