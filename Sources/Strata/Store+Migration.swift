@@ -300,7 +300,7 @@ struct MigrationRunner {
                 if shadow?.isDone == true { break }
                 var batch: [(id: UInt64, bytes: [UInt8])] = []
                 try translatingErrors {
-                    try snapshot.reader(for: source).scan(from: (shadow?.cursor ?? 0) + 1) { id, bytes in
+                    try snapshot.reader(for: source).scan(from: (shadow?.cursor ?? 0) + 1, mapped: false) { id, bytes in
                         batch.append((id, Array(bytes)))
                         return batch.count < batchSize
                     }

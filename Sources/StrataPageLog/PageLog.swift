@@ -107,8 +107,8 @@ package final class PageLog: Sendable {
     }
 
     /// Reads and verifies the page frame at `location`.
-    static func readPage(_ pageID: UInt64, at location: PageLocation, in file: any StorageFile) throws -> Page {
-        let (header, payload) = try readFrame(in: file, at: UInt64(location.offset), length: location.length, decompress: true)
+    static func readPage(_ pageID: UInt64, at location: PageLocation, in file: any StorageFile, mapped: Bool = true) throws -> Page {
+        let (header, payload) = try readFrame(in: file, at: UInt64(location.offset), length: location.length, decompress: true, mapped: mapped)
         try checkPageFrame(header, pageID: pageID, location: location, path: file.path)
         return Page(id: pageID, entityID: header.entityID, schemaVersion: header.schemaVersion, lsn: header.lsn, bytes: payload)
     }

@@ -56,7 +56,7 @@ extension Snapshot {
     /// verifies it (checksum, page id, LSN); false when the snapshot has no such page. (Not
     /// generic: no type metadata per call on the point-read path.)
     /// - Throws: `PageLogError.corruption` when the frame fails verification; I/O errors.
-    func withVerifiedFrame(_ pageID: UInt64,
+    func withVerifiedFrame(_ pageID: UInt64, mapped: Bool = true,
                            _ body: (FrameHeader, UnsafeRawBufferPointer, _ path: String, _ offset: UInt64) throws -> Void) throws -> Bool {
         let location = table[pageID]
         guard !location.isNone else { return false }
@@ -68,11 +68,13 @@ extension Snapshot {
         let offset = UInt64(location.offset)
         try PageLog.checkFrameLength(location.length, path: file.path, offset: offset)
         let read: Void? = try PageLog.translatingIOErrors {
-            try file.withBytes(at: offset, count: Int(location.length)) { raw in
+            let verify = { (raw: UnsafeRawBufferPointer) throws in
                 let (header, stored) = try PageLog.verifiedFrame(raw, path: file.path, offset: offset)
                 try PageLog.checkPageFrame(header, pageID: pageID, location: location, path: file.path)
                 try body(header, stored, file.path, offset)
             }
+            return mapped ? try file.withBytes(at: offset, count: Int(location.length), verify)
+                          : try file.withBytesRead(at: offset, count: Int(location.length), verify)
         }
         guard read != nil else {
             throw PageLogError.corruption(file: file.path, offset: offset, reason: "frame of \(location.length) bytes cut short at end of file")

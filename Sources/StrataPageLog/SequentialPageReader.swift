@@ -9,11 +9,16 @@ import StrataIO
 /// Not thread-safe; one per scan. The bytes passed to `withPage` are valid during the call only.
 package final class SequentialPageReader {
     package let snapshot: Snapshot
+    /// Whether frames are read through the file's memory map (a scan that may run again) or
+    /// with `pread` (one pass over much data — a migration — whose pages should not stay
+    /// mapped into the process).
+    package let mapped: Bool
     private var payload: [UInt8] = []
 
     /// A reader of `snapshot`'s pages.
-    package init(_ snapshot: Snapshot) {
+    package init(_ snapshot: Snapshot, mapped: Bool = true) {
         self.snapshot = snapshot
+        self.mapped = mapped
     }
 
     /// Calls `body` with the page's bytes and returns what it returns; nil when the snapshot has
@@ -21,7 +26,7 @@ package final class SequentialPageReader {
     /// - Throws: `PageLogError.corruption` when the frame fails verification; I/O errors.
     package func withPage<T>(_ pageID: UInt64, _ body: (UnsafeRawBufferPointer) throws -> T) throws -> T? {
         var result: T?
-        let present = try snapshot.withVerifiedFrame(pageID) { header, stored, path, offset in
+        let present = try snapshot.withVerifiedFrame(pageID, mapped: mapped) { header, stored, path, offset in
             switch header.codec {
             case .none:
                 result = try body(stored)

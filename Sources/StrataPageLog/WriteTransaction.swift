@@ -88,8 +88,9 @@ package final class WriteTransaction {
         frameCount += 1
     }
 
-    /// Reads a page as this transaction sees it (its own writes included).
-    package func read(_ pageID: UInt64) throws -> Page? {
+    /// Reads a page as this transaction sees it (its own writes included). `mapped` false
+    /// reads with `pread` (see `SequentialPageReader.mapped`).
+    package func read(_ pageID: UInt64, mapped: Bool = true) throws -> Page? {
         try checkOpen()
         let location = changes[pageID] ?? writer.table[pageID]
         guard !location.isNone else { return nil }
@@ -102,7 +103,7 @@ package final class WriteTransaction {
             throw PageLogError.corruption(file: StoreFileNames.segment(UInt64(location.segment)), offset: UInt64(location.offset),
                                           reason: "segment \(location.segment), which holds page \(pageID), is missing")
         }
-        return try PageLog.readPage(pageID, at: location, in: file)
+        return try PageLog.readPage(pageID, at: location, in: file, mapped: mapped)
     }
 
     /// Holds (or releases) checkpoints from this transaction's commit on: the layer above

@@ -273,6 +273,7 @@ package final class RecordTransaction {
         }
         let tree = RecordTreeWriter(transaction: transaction, root: root.migration?.shadows[entityID]?.tree ?? .empty,
                                     entityID: entityID, schemaVersion: schemaVersion, options: options)
+        tree.mappedReads = false  // a migration's pages should not stay mapped into the process
         shadowTrees[entityID] = tree
         return tree
     }
@@ -291,7 +292,9 @@ package final class RecordTransaction {
             for (attributeID, _) in root.indexes(of: entityID) {
                 try dropIndex(StoreRoot.IndexID(entityID: entityID, attributeID: attributeID))
             }
-            try tree(for: entityID, schemaVersion: 0).destroy()
+            let old = tree(for: entityID, schemaVersion: 0)
+            old.mappedReads = false
+            try old.destroy()
             trees[entityID] = nil
             var entity = root.entities[entityID] ?? StoreRoot.EntityTree()
             entity.tree = shadow.tree

@@ -153,9 +153,12 @@ package struct RecordTreeReader: Sendable {
     /// Leaves not in the cache are read through a `SequentialPageReader` (frames read in place, one
     /// reused decompression buffer) and are not cached, so one pass over a large tree neither
     /// allocates per leaf nor evicts what point lookups use; interior nodes are cached.
-    package func scan(from start: UInt64 = 0, _ body: (UInt64, UnsafeRawBufferPointer) throws -> Bool) throws {
+    ///
+    /// `mapped` false reads leaves with `pread` instead of through the memory map: one pass over
+    /// a whole store (a migration) then leaves nothing of it mapped into the process.
+    package func scan(from start: UInt64 = 0, mapped: Bool = true, _ body: (UInt64, UnsafeRawBufferPointer) throws -> Bool) throws {
         guard root.rootPageID != 0 else { return }
-        let pages = SequentialPageReader(snapshot)
+        let pages = SequentialPageReader(snapshot, mapped: mapped)
         var stack: [(pageID: UInt64, next: Int)] = [(root.rootPageID, -1)]
         while let top = stack.popLast() {
             guard stack.count < 64 else { throw RecordTreeError.corruptNode(pageID: top.pageID, reason: "tree deeper than 64 levels") }

@@ -145,12 +145,23 @@ package final class RecordTreeWriter {
         return root
     }
 
+    /// Whether nodes are read through the memory map (the default) or with `pread` (a
+    /// migration's one pass over a whole tree, which should not stay mapped).
+    package var mappedReads = true
+
     /// Frees every page of the tree — nodes and overflow chunks — and leaves it empty (a
     /// migration replacing the tree). Indexes are not touched.
     package func destroy() throws {
         var pending = root.rootPageID == 0 ? [] : [root.rootPageID]
         while let pageID = pending.popLast() {
-            switch try load(pageID) {
+            // Modified nodes are this transaction's; others are read and not kept (a whole
+            // tree passes through here once).
+            let node: Node
+            if let held = nodes.node(pageID) { node = held } else {
+                guard let page = try transaction.read(pageID, mapped: mappedReads) else { throw RecordTreeError.missingPage(pageID: pageID) }
+                node = try Self.decodeNode(page.bytes, pageID: pageID)
+            }
+            switch node {
             case .interior(let interior): pending += interior.node.children
             case .leaf(let leaf):
                 for index in 0..<leaf.node.count where leaf.node.isOverflow(index) { try freeOverflow(leaf.node, index) }
@@ -314,19 +325,23 @@ package final class RecordTreeWriter {
 
     private func load(_ pageID: UInt64) throws -> Node {
         if let node = nodes.node(pageID) { return node }
-        guard let page = try transaction.read(pageID) else { throw RecordTreeError.missingPage(pageID: pageID) }
-        let node: Node
+        guard let page = try transaction.read(pageID, mapped: mappedReads) else { throw RecordTreeError.missingPage(pageID: pageID) }
+        let node = try Self.decodeNode(page.bytes, pageID: pageID)
+        remember(pageID, node, bytes: page.bytes.count)
+        return node
+    }
+
+    /// A node from its page's bytes.
+    private static func decodeNode(_ bytes: [UInt8], pageID: UInt64) throws -> Node {
         do {
-            switch page.bytes.first.flatMap(NodeKind.init(rawValue:)) {
-            case .leaf: node = .leaf(Leaf(try LeafNode.decode(page.bytes)))
-            case .interior: node = .interior(Interior(try InteriorNode.decode(page.bytes)))
+            switch bytes.first.flatMap(NodeKind.init(rawValue:)) {
+            case .leaf: return .leaf(Leaf(try LeafNode.decode(bytes)))
+            case .interior: return .interior(Interior(try InteriorNode.decode(bytes)))
             case nil: throw FormatError("unknown node kind")
             }
         } catch let error as FormatError {
             throw RecordTreeError.corruptNode(pageID: pageID, reason: error.reason)
         }
-        remember(pageID, node, bytes: page.bytes.count)
-        return node
     }
 
     /// Keeps an unmodified node for reuse (see `TreeNodes`); the leaf hint goes when the

@@ -6,14 +6,16 @@ import StrataFormat
 /// the stored properties skip dynamic exclusivity checks (`@exclusivity(unchecked)`: they
 /// were ~6 % of encoding).
 ///
-/// Encoding straight to bytes (`layout` set), values are written to `writer` as they come
-/// while their attributes come in ascending id order — what a synthesized `encode(to:)` does
-/// when the attributes are declared in the order the catalog numbered them — so no list of
-/// fields is built, sorted and written afterwards. The first value out of that order (or a
-/// second value for one attribute) turns the bytes written so far back into `fields`, which
-/// then collect the rest for `RecordCodec.encode(fields:)`: the same bytes either way. A
-/// value whose name has no id goes to `values`, to be reported as an unknown attribute unless
-/// it ends up null. Encoding to names (`layout` nil), every value goes to `values`.
+/// Encoding straight to bytes (`layout` set), each value is written to `writer` as it comes
+/// (its attribute id, then the value), and where it went is noted in `spans`. While the
+/// attributes come in ascending id order — what a synthesized `encode(to:)` does when the
+/// properties are declared in the order the catalog numbered them — the bytes written are the
+/// record. Otherwise (a property added in a later version declared before older ones, a value
+/// given twice) `encodedBytes()` copies the spans into ascending id order, the last value of
+/// each attribute winning and nulls dropped: the bytes `RecordCodec.encode(fields:)` makes,
+/// without building a `Value` list. A value whose name has no id goes to `values`, to be
+/// reported as an unknown attribute unless it ends up null. Encoding to names (`layout`
+/// nil), every value goes to `values`.
 final class RecordEncodingState {
     /// The record type; its name is formatted only for an error.
     private(set) var type: Any.Type
@@ -26,10 +28,21 @@ final class RecordEncodingState {
     /// Non-null fields in `writer`, and whether one holds references.
     @exclusivity(unchecked) private var writtenCount = 0
     @exclusivity(unchecked) private var holdsReferences = false
-    /// The layout position of the last value stored in order (null ones included).
+    /// The layout position of the last value stored (null ones included).
     @exclusivity(unchecked) private var lastPosition = -1
-    /// Every field, once values came out of order (nil until then).
-    @exclusivity(unchecked) private var fields: [(id: UInt32, value: Value)]?
+    /// Where each value written (or each null that must erase an earlier value) is in
+    /// `writer`'s bytes, in the order they came.
+    @exclusivity(unchecked) private var spans: [WrittenField] = []
+    /// Whether a value came out of ascending position order (or twice).
+    @exclusivity(unchecked) private var disordered = false
+
+    /// One value in `writer`: its layout position and its bytes (id and value; empty for a null).
+    private struct WrittenField {
+        var position: Int
+        var start: Int
+        var end: Int
+        var isReferences: Bool
+    }
     /// The first structural problem, recorded where the `Encoder` API cannot throw
     /// (`unkeyedContainer()`, `nestedContainer`…) and thrown when `encode(to:)` returns.
     var failure: RecordCodingError?
@@ -55,7 +68,8 @@ final class RecordEncodingState {
         writtenCount = 0
         holdsReferences = false
         lastPosition = -1
-        fields = nil
+        spans.removeAll(keepingCapacity: true)
+        disordered = false
         failure = nil
     }
 
@@ -66,23 +80,76 @@ final class RecordEncodingState {
             values[name] = value
             return
         }
-        if fields == nil && position > lastPosition {
-            lastPosition = position
-            guard !value.isNull else { return }
-            writer.appendVarint(UInt64(layout.ids[position]))
-            writer.append(value)
-            writtenCount += 1
-            if case .references = value { holdsReferences = true }
-        } else {
-            if fields == nil { fields = writtenFields() }
-            fields?.append((layout.ids[position], value))
+        if position <= lastPosition && !disordered { noteSpansOfFieldsInOrder() }
+        lastPosition = max(lastPosition, position)
+        let start = writer.bytes.count
+        if value.isNull {
+            // Only an out-of-order null can erase something: note it then.
+            if disordered { spans.append(WrittenField(position: position, start: start, end: start, isReferences: false)) }
+            return
+        }
+        writer.appendVarint(UInt64(layout.ids[position]))
+        writer.append(value)
+        writtenCount += 1
+        var isReferences = false
+        if case .references = value { isReferences = true; holdsReferences = true }
+        if disordered { spans.append(WrittenField(position: position, start: start, end: writer.bytes.count, isReferences: isReferences)) }
+    }
+
+    /// The first value out of order came: notes where each field written so far (in order)
+    /// is, by reading them back — so values in order cost nothing for the rare record that is
+    /// not. (Valid by construction; should reading fail, the failure is recorded, so nothing
+    /// is dropped silently.)
+    private func noteSpansOfFieldsInOrder() {
+        disordered = true
+        guard let layout else { return }
+        let written = finishedBytes(writer.bytes)
+        let shift = written.count - writer.bytes.count  // a field count of 128 or more takes two bytes
+        let problem: FormatError? = written.withUnsafeBytes { raw in
+            var reader = RecordFieldReader(raw)
+            do throws(FormatError) {
+                _ = try reader.readHeader()
+                var previous: UInt32?
+                while reader.remaining > 0 {
+                    let start = reader.position
+                    let id = try reader.readAttributeID(after: previous)
+                    let field = try reader.readFieldSpan(id: id)
+                    previous = id
+                    guard let position = layout.ids.firstIndex(of: id) else { throw FormatError("attribute id \(id) is not the layout's", at: start) }
+                    spans.append(WrittenField(position: position, start: start - shift, end: reader.position - shift,
+                                              isReferences: field.tag == ValueTag.references.rawValue))
+                }
+                return nil
+            } catch {
+                return error
+            }
+        }
+        if let problem, failure == nil {
+            failure = .recordCodingFailed(type: typeName, reason: "re-reading its encoded fields failed: \(problem)")
         }
     }
 
     /// The record's bytes in the `RecordCodec` encoding (encoding with a layout); call once.
     func encodedBytes() -> [UInt8] {
-        if let fields { return RecordCodec.encode(fields: fields) }
-        return finishedBytes(writer.takeBytes())
+        guard disordered else { return finishedBytes(writer.takeBytes()) }
+        // Ascending position (= id) order; of one position, the last value given wins.
+        let ordered = spans.indices.sorted { (spans[$0].position, $0) < (spans[$1].position, $1) }
+        let bytes = writer.takeBytes()
+        var result = RecordFieldWriter()
+        result.reserve(bytes.count)
+        result.append(RecordCodec.baseFormat)
+        result.append(UInt8(0))
+        writtenCount = 0
+        holdsReferences = false
+        for (offset, index) in ordered.enumerated() {
+            let span = spans[index]
+            if offset + 1 < ordered.count && spans[ordered[offset + 1]].position == span.position { continue }  // replaced later
+            guard span.end > span.start else { continue }  // null
+            result.append(contentsOf: bytes[span.start..<span.end])
+            writtenCount += 1
+            if span.isReferences { holdsReferences = true }
+        }
+        return finishedBytes(result.takeBytes())
     }
 
     /// `bytes` (`writer`'s) with their format byte and field count set.
@@ -96,17 +163,6 @@ final class RecordEncodingState {
             bytes.replaceSubrange(1..<2, with: count.bytes)
         }
         return bytes
-    }
-
-    /// The fields written to `writer` so far (decoded back: valid by construction; should
-    /// that ever fail, the failure is recorded, so nothing is dropped silently).
-    private func writtenFields() -> [(id: UInt32, value: Value)] {
-        do throws(FormatError) {
-            return try RecordCodec.decodeFields(finishedBytes(writer.bytes))
-        } catch {
-            if failure == nil { failure = .recordCodingFailed(type: typeName, reason: "re-reading its encoded fields failed: \(error)") }
-            return []
-        }
     }
 
     func fail(_ reason: String) {

@@ -46,6 +46,9 @@ struct RecordFieldWriter {
     @inline(__always)
     mutating func append(_ byte: UInt8) { bytes.append(byte) }
 
+    /// Bytes already encoded (a field copied from another buffer).
+    mutating func append(contentsOf field: ArraySlice<UInt8>) { bytes.append(contentsOf: field) }
+
     /// As `ByteWriter.appendVarint`.
     @inline(__always)
     mutating func appendVarint(_ value: UInt64) {

@@ -15,6 +15,8 @@ enum WorkloadRegistry {
         ReadByIDWorkload.workload,
         ScanFilterWorkload.workload,
         ReopenFirstFetchWorkload.workload,
+        MigrationWorkloads.lightweight,
+        MigrationWorkloads.split,
     ]
 
     /// The workload called `name`, if there is one.

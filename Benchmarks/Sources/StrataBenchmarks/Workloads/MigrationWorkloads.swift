@@ -1,0 +1,275 @@
+import Foundation
+import Strata
+
+// The brief's migrations of the reference store, declared as an app declares them: version 1
+// is `PersonRecord` (what every record-API workload writes), and each later version is a
+// struct of its own.
+
+/// Version 1: the reference `PersonRecord`.
+enum PersonSchemaV1: VersionedSchema {
+    static let versionIdentifier = Schema.Version(1, 0, 0)
+    static var models: [any PersistentRecord.Type] { [PersonRecord.self] }
+}
+
+/// The lightweight change: `isFavorite: Bool = false` added.
+struct FavoritePerson: PersistentRecord, Equatable {
+    static var entityName: String { "Person" }
+    static var attributeDefaults: [String: Value] { ["isFavorite": false] }
+    var fullName: String
+    var createdAt: Date
+    var note: String
+    var isFavorite: Bool
+}
+
+enum PersonSchemaFavorite: VersionedSchema {
+    static let versionIdentifier = Schema.Version(1, 1, 0)
+    static var models: [any PersistentRecord.Type] { [FavoritePerson.self] }
+}
+
+/// No stage: the automatic lightweight path applies it.
+enum FavoritePlan: SchemaMigrationPlan {
+    static var schemas: [any VersionedSchema.Type] { [PersonSchemaV1.self, PersonSchemaFavorite.self] }
+    static var stages: [MigrationStage] { [] }
+}
+
+/// The custom change: `fullName` "Last123, First456" split into `lastName` and `firstName`.
+struct SplitPerson: PersistentRecord, Equatable {
+    static var entityName: String { "Person" }
+    var lastName: String
+    var firstName: String
+    var createdAt: Date
+    var note: String
+
+    /// The split of a person's full name at its first ", ".
+    init(_ person: PersonRecord) {
+        let name = person.fullName.utf8
+        if let comma = name.firstIndex(of: UInt8(ascii: ",")) {
+            lastName = String(person.fullName[..<comma])
+            let start = name.index(comma, offsetBy: 2, limitedBy: name.endIndex) ?? name.endIndex
+            firstName = String(person.fullName[start...])
+        } else {
+            lastName = person.fullName
+            firstName = ""
+        }
+        createdAt = person.createdAt
+        note = person.note
+    }
+}
+
+enum PersonSchemaSplit: VersionedSchema {
+    static let versionIdentifier = Schema.Version(2, 0, 0)
+    static var models: [any PersistentRecord.Type] { [SplitPerson.self] }
+}
+
+enum SplitPlan: SchemaMigrationPlan {
+    static var schemas: [any VersionedSchema.Type] { [PersonSchemaV1.self, PersonSchemaSplit.self] }
+    static var stages: [MigrationStage] {
+        [.custom(fromVersion: PersonSchemaV1.self, toVersion: PersonSchemaSplit.self,
+                 transforms: [.map(PersonRecord.self, to: SplitPerson.self) { SplitPerson($0) }])]
+    }
+}
+
+/// migrate-lightweight and migrate-split: opening the reference store (persons 1...N written
+/// as `PersonRecord`, version 1) with an app whose current version needs a migration, timed
+/// from before `Store(at:schema:migrationPlan:)` to its return — what an app's launch waits
+/// for — and reported against the launch budgets (400 ms to the first frame, 20 s watchdog).
+///
+/// Each store is built untimed in a process of its own; each timed migration runs in a process
+/// of its own (its peak memory is the migration's), then checks the migrated sample against
+/// the generated persons. migrate-split runs SQLite's equivalent in the same run — two `ALTER
+/// TABLE … ADD COLUMN` and one `UPDATE` splitting `fullName` with `substr`/`instr`, in one
+/// transaction — and checks its sample too. Quick: 1,000,000 records; full: 100,000,
+/// 1,000,000 and 5,000,000 (memory must stay flat across sizes).
+enum MigrationWorkloads {
+    static func sizes(_ scale: WorkloadScale) -> [Int] {
+        scale.pick(quick: [1_000_000], full: [100_000, 1_000_000, 5_000_000])
+    }
+
+    /// Every size of both scales, for the part names.
+    static let allSizes = [100_000, 1_000_000, 5_000_000]
+
+    static let lightweightTarget = 0.005
+    static let launchBudget = 0.4
+    static let watchdogBudget = 20.0
+
+    static let lightweight = Workload(
+        name: "migrate-lightweight",
+        summary: "open 1M PersonRecords with a version adding isFavorite: Bool = false (automatic lightweight), target ≤ 5 ms",
+        run: runLightweight,
+        parts: parts(migrate: migrateLightweightPart, prefix: "lightweight")
+    )
+
+    static let split = Workload(
+        name: "migrate-split",
+        summary: "open 1M PersonRecords with a version splitting fullName (custom stage, streaming transform) vs. SQLite ALTER + UPDATE",
+        run: runSplit,
+        parts: parts(migrate: migrateSplitPart, prefix: "split").merging(
+            allSizes.map { size -> (String, Workload.Part) in ("sqlite-\(size)", { context in try sqliteSplit(context, count: size) }) },
+            uniquingKeysWith: { first, _ in first })
+    )
+
+    /// For each size: `build-N` (the version 1 store) and `<prefix>-N` (the timed migration).
+    private static func parts(migrate: @escaping @Sendable (WorkloadContext, Int) throws -> JSONValue,
+                              prefix: String) -> [String: Workload.Part] {
+        var parts: [String: Workload.Part] = [:]
+        for size in allSizes {
+            parts["build-\(size)"] = { context in
+                let path = context.path("strata-\(size)")
+                try PersonRecordStore.createWithPersons(at: path, count: size)
+                return .object([("store_bytes", .int(Int64(clamping: FolderSize.bytes(at: path))))])
+            }
+            parts["\(prefix)-\(size)"] = { context in try migrate(context, size) }
+        }
+        return parts
+    }
+
+    // MARK: migrate-lightweight
+
+    static func runLightweight(_ context: WorkloadContext) throws -> WorkloadResult {
+        var rows: [(size: Int, seconds: Double, peak: UInt64)] = []
+        for size in sizes(context.scale) {
+            context.progress("building \(size) persons (version 1, not timed)")
+            _ = try context.runPartProcess("build-\(size)")
+            context.progress("opening with the lightweight version (timed, in a process of its own)")
+            sync()
+            let report = try context.runPartProcess("lightweight-\(size)")
+            rows.append((size, try report.double("seconds"), try report.peakMemoryBytes))
+        }
+        let main = rows.first { $0.size == 1_000_000 } ?? rows[rows.count - 1]
+        return WorkloadResult(
+            workload: lightweight.name, records: main.size, strataSeconds: main.seconds, baseline: nil,
+            notes: "target ≤ 5 ms (\(rows.map { "\(count($0.size)): \(milliseconds($0.seconds))" }.joined(separator: ", "))); "
+                + budgets(main.seconds),
+            extra: [
+                ("target_seconds", .double(lightweightTarget)),
+                ("launch_budget_fraction", .double(main.seconds / launchBudget)),
+                ("watchdog_budget_fraction", .double(main.seconds / watchdogBudget)),
+                ("sizes", .array(rows.map { .object([("records", .int(Int64($0.size))), ("seconds", .double($0.seconds)),
+                                                     ("peak_memory_bytes", .int(Int64(clamping: $0.peak)))]) })),
+            ])
+    }
+
+    @Sendable static func migrateLightweightPart(_ context: WorkloadContext, _ size: Int) throws -> JSONValue {
+        let path = context.path("strata-\(size)")
+        let stopwatch = Stopwatch()
+        let store = try Store(at: path, schema: PersonSchemaFavorite.self, migrationPlan: FavoritePlan.self)
+        let seconds = stopwatch.elapsedSeconds
+        try checkSample(count: size, store: store) { (record: FavoritePerson, expected) in
+            guard !record.isFavorite, record.fullName == expected.fullName, record.note == expected.note,
+                  record.createdAt == expected.createdAt else { return "\(record) is not \(expected) with isFavorite false" }
+            return nil
+        }
+        try store.close()
+        return .object([("seconds", .double(seconds))])
+    }
+
+    // MARK: migrate-split
+
+    static func runSplit(_ context: WorkloadContext) throws -> WorkloadResult {
+        var rows: [(size: Int, seconds: Double, sqlite: Double, peak: UInt64, sqlitePeak: UInt64)] = []
+        for size in sizes(context.scale) {
+            context.progress("SQLite: \(size) persons, then ALTER TABLE ×2 + UPDATE in one transaction (in a process of its own)")
+            let sqlite = try context.runPartProcess("sqlite-\(size)")
+            context.progress("building \(size) persons (version 1, not timed)")
+            _ = try context.runPartProcess("build-\(size)")
+            context.progress("opening with the split version (timed, in a process of its own)")
+            sync()
+            let report = try context.runPartProcess("split-\(size)")
+            rows.append((size, try report.double("seconds"), try sqlite.double("seconds"), try report.peakMemoryBytes,
+                         try sqlite.peakMemoryBytes))
+        }
+        let main = rows.first { $0.size == 1_000_000 } ?? rows[rows.count - 1]
+        return WorkloadResult(
+            workload: split.name, records: main.size, strataSeconds: main.seconds, baseline: .sqlite(seconds: main.sqlite),
+            notes: rows.map { "\(count($0.size)): \(seconds($0.seconds)) vs \(seconds($0.sqlite)), peak \(TreeWorkloads.memory($0.peak))" }
+                .joined(separator: "; ") + "; " + budgets(main.seconds),
+            extra: [
+                ("launch_budget_fraction", .double(main.seconds / launchBudget)),
+                ("watchdog_budget_fraction", .double(main.seconds / watchdogBudget)),
+                ("sizes", .array(rows.map { .object([
+                    ("records", .int(Int64($0.size))), ("seconds", .double($0.seconds)), ("sqlite_seconds", .double($0.sqlite)),
+                    ("ratio", .double($0.seconds / $0.sqlite)), ("peak_memory_bytes", .int(Int64(clamping: $0.peak))),
+                    ("sqlite_peak_memory_bytes", .int(Int64(clamping: $0.sqlitePeak))),
+                ]) })),
+            ])
+    }
+
+    @Sendable static func migrateSplitPart(_ context: WorkloadContext, _ size: Int) throws -> JSONValue {
+        let path = context.path("strata-\(size)")
+        let stopwatch = Stopwatch()
+        let store = try Store(at: path, schema: PersonSchemaSplit.self, migrationPlan: SplitPlan.self)
+        let seconds = stopwatch.elapsedSeconds
+        try checkSample(count: size, store: store) { (record: SplitPerson, expected) in
+            let split = SplitPerson(expected)
+            return record == split ? nil : "\(record) is not \(split)"
+        }
+        try store.close()
+        return .object([("seconds", .double(seconds))])
+    }
+
+    /// SQLite's split of `count` persons: built untimed, then the timed transaction.
+    @Sendable static func sqliteSplit(_ context: WorkloadContext, count: Int) throws -> JSONValue {
+        let folder = context.path("sqlite-\(count)")
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let path = (folder as NSString).appendingPathComponent("person.db")
+        try PersonTable.createWithPersons(at: path, count: count)
+        sync()
+        let database = try SQLiteDatabase(path: path)
+        let stopwatch = Stopwatch()
+        try database.transaction {
+            try database.execute("ALTER TABLE person ADD COLUMN lastName TEXT")
+            try database.execute("ALTER TABLE person ADD COLUMN firstName TEXT")
+            try database.execute("UPDATE person SET lastName = substr(fullName, 1, instr(fullName, ', ') - 1), "
+                                 + "firstName = substr(fullName, instr(fullName, ', ') + 2)")
+        }
+        let seconds = stopwatch.elapsedSeconds
+        try checkSQLiteSplit(database, count: count)
+        try database.close()
+        return .object([("seconds", .double(seconds))])
+    }
+
+    /// Checks SQLite's split of the sample (the statement is finalized before the database closes).
+    private static func checkSQLiteSplit(_ database: SQLiteDatabase, count: Int) throws {
+        let select = try database.prepare("SELECT lastName, firstName FROM person WHERE id = ?")
+        var person = Person()
+        for id in PersonVerification.sampleIDs(recordCount: count) {
+            person.generate(id: id)
+            try select.bind(Int64(id), at: 1)
+            guard try select.step() else { throw BenchmarkError.verificationFailed("SQLite: person \(id) is missing after the split") }
+            let split = SplitPerson(PersonRecord(person))
+            guard select.text(at: 0) == split.lastName, select.text(at: 1) == split.firstName else {
+                throw BenchmarkError.verificationFailed("SQLite: person \(id) split as \(select.text(at: 0) ?? "nil"), \(select.text(at: 1) ?? "nil")")
+            }
+            try select.reset()
+        }
+    }
+
+    // MARK: Helpers
+
+    /// Checks the migrated sample (count included) against the generated persons.
+    private static func checkSample<Record: PersistentRecord>(count: Int, store: Store,
+                                                              _ mismatch: (Record, PersonRecord) -> String?) throws {
+        let context = Context(store)
+        let stored = try context.fetchCount(FetchDescriptor<Record>())
+        guard stored == count else { throw BenchmarkError.verificationFailed("Strata: \(stored) records after the migration, not \(count)") }
+        var person = Person()
+        for id in PersonVerification.sampleIDs(recordCount: count) {
+            person.generate(id: id)
+            guard let record = try context.record(for: RecordID<Record>(rawValue: id)) else {
+                throw BenchmarkError.verificationFailed("Strata: person \(id) is missing after the migration")
+            }
+            if let problem = mismatch(record, PersonRecord(person)) {
+                throw BenchmarkError.verificationFailed("Strata: person \(id): \(problem)")
+            }
+        }
+    }
+
+    private static func budgets(_ seconds: Double) -> String {
+        String(format: "%.1f%% of the 400 ms launch budget, %.2f%% of the 20 s watchdog", seconds / launchBudget * 100,
+               seconds / watchdogBudget * 100)
+    }
+
+    private static func milliseconds(_ seconds: Double) -> String { String(format: "%.1f ms", seconds * 1000) }
+    private static func seconds(_ seconds: Double) -> String { String(format: "%.2f s", seconds) }
+    private static func count(_ size: Int) -> String { size >= 1_000_000 ? "\(size / 1_000_000)M" : "\(size / 1_000)k" }
+}
