@@ -28,6 +28,20 @@ package enum LZ4Codec {
         guard source.count > 0, source.count <= maximumInputSize, let src = source.baseAddress,
               let dst = destination.baseAddress else { return nil }
         // A fast reset forgets the previous block (no dictionary): the next block stands alone.
+        // It keeps the hash table but moves the state's offset past it, so stale entries are
+        // ignored — except in a state LZ4 has just cleared (a new one, or one LZ4 clears itself
+        // after about 1 GiB of input), whose offset is 0: there, empty entries count as matches
+        // at the input's start and the output differs. A tiny block first makes every block
+        // compress in the same mode, so the output depends on the input alone, whatever the
+        // state compressed before (the page log's frame pipeline relies on this: its worker
+        // and the writer compress with different states, and must write the same bytes).
+        LZ4_resetStream_fast(compressor.stream)
+        withUnsafeTemporaryAllocation(byteCount: 64, alignment: 8) { scratch in
+            guard let base = scratch.baseAddress else { return }
+            scratch.initializeMemory(as: UInt8.self, repeating: 0)
+            _ = LZ4_compress_fast_continue(compressor.stream, base.assumingMemoryBound(to: CChar.self),
+                                           (base + 16).assumingMemoryBound(to: CChar.self), 16, 48, 1)
+        }
         LZ4_resetStream_fast(compressor.stream)
         let written = LZ4_compress_fast_continue(
             compressor.stream, src.assumingMemoryBound(to: CChar.self), dst.assumingMemoryBound(to: CChar.self),

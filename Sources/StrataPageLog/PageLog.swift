@@ -37,6 +37,9 @@ package final class PageLog: Sendable {
     let syncLock = Mutex<Void>(())
     /// Set by the first failed write or sync; the instance refuses writes after it.
     let failure = Mutex<String?>(nil)
+    /// The worker that builds the frames of large transactions' page writes (invariant 24);
+    /// used only by the transaction holding `writerLock`.
+    let framePipeline = FramePipeline()
     /// The buffer point lookups decompress part of a page into (`Snapshot.withPartialPage`).
     let partialPageScratch = ScratchBuffer()
     /// fdatasync calls on segment files so far (group commit makes this smaller than the
@@ -195,7 +198,7 @@ package final class PageLog: Sendable {
             do {
                 result = try body(transaction)
             } catch {
-                transaction.abandon()
+                if let failure = transaction.abandon() { throw failure }
                 throw error
             }
             let end = try transaction.commit()
@@ -312,7 +315,7 @@ package final class PageLog: Sendable {
 
     /// The frame just appended to the buffer at `start`: roll the segment if it overflows,
     /// account for it, flush if the buffer is full, and return where it is.
-    private func placeAppendedFrame(start: Int, length: Int) throws -> PageLocation {
+    func placeAppendedFrame(start: Int, length: Int) throws -> PageLocation {
         var offset = writer.flushedOffset + UInt64(start)
         if offset + UInt64(length) > UInt64(options.segmentSize), offset > UInt64(SegmentHeader.size) {
             let frame = Array(writer.buffer[start...])

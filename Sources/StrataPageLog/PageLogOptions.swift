@@ -19,6 +19,19 @@ package struct PageLogOptions: Sendable {
     package var writeBufferSize = 1 << 20
     /// The largest page accepted.
     package var maximumPageSize = 16 << 20
+    /// Build the frames of a large transaction's page writes (LZ4, header, CRC32C) on a
+    /// background worker while the caller goes on (Architecture.md, invariant 24). The bytes
+    /// written are the same either way; off, every frame is built on the calling thread.
+    package var framePipeline = true
+    /// Page writes a transaction makes on the calling thread before the frame pipeline takes
+    /// over, so small transactions pay no thread hop.
+    package var framePipelineThreshold = 64
+    /// The most page bytes in flight in the frame pipeline; a page write waits for the oldest
+    /// frame beyond it, which bounds the pipeline's memory.
+    package var framePipelineBytes = 256 << 10
+    /// Page bytes queued before the pipeline's worker is woken (when idle), so a wake-up
+    /// serves a batch of pages rather than one.
+    package var framePipelineBatchBytes = 32 << 10
 
     package init() {}
 }

@@ -18,6 +18,23 @@ package final class WriteTransaction {
     /// Where the log ended when this transaction began: nothing it writes comes before.
     package let startPosition: LogPosition
     private var finished = false
+    /// Page writes made so far (the frame pipeline takes over past
+    /// `PageLogOptions.framePipelineThreshold`).
+    private var pageWrites = 0
+    /// Page writes handed to the frame pipeline and not yet placed in the log, in submission
+    /// order; those before `inFlightHead` are placed.
+    private var inFlight: [FrameJob] = []
+    private var inFlightHead = 0
+    /// Bytes of the jobs in flight (`FrameJob.cost`) (bounded by `PageLogOptions.framePipelineBytes`).
+    private var inFlightBytes = 0
+    /// Bytes of the jobs submitted since the worker was last started.
+    private var unstartedBytes = 0
+    /// The error placing a pipelined frame threw; every later call rethrows it.
+    private var pipelineFailure: (any Error)?
+
+    /// Whether page writes past the threshold go through the frame pipeline: the option is on
+    /// and both the worker and the writer have a reusable LZ4 state (so both compress alike).
+    private let usesPipeline: Bool
 
     init(log: PageLog, writer: LogWriter, lsn: UInt64) {
         self.log = log
@@ -25,6 +42,7 @@ package final class WriteTransaction {
         self.lsn = lsn
         startNextPageID = writer.nextPageID
         startPosition = writer.endPosition
+        usesPipeline = log.options.framePipeline && log.framePipeline.isAvailable && writer.compressor != nil
     }
 
     /// A fresh page id (a freed one when available). It holds no page until written.
@@ -45,29 +63,130 @@ package final class WriteTransaction {
     ///   - schemaVersion: the schema version the page was encoded with; stored in the page header.
     ///   - compress: overrides the store's `compression` option for this page.
     /// - Throws: `PageLogError.invalidPageID` for an id never allocated, `.pageTooLarge`,
-    ///   or an I/O error (which poisons the store).
+    ///   or an I/O error (which poisons the store). With the frame pipeline on, an I/O error
+    ///   placing an earlier page's frame is thrown by this call instead (invariant 24).
     package func write(_ pageID: UInt64, entityID: UInt32 = 0, schemaVersion: UInt32 = 0, bytes: UnsafeRawBufferPointer,
                        compress: Bool? = nil) throws {
+        try writePage(pageID, entityID: entityID, schemaVersion: schemaVersion, bytes: bytes, owned: nil, compress: compress)
+    }
+
+    /// Writes the full content of a page from a byte array (which the frame pipeline keeps
+    /// instead of copying).
+    package func write(_ pageID: UInt64, entityID: UInt32 = 0, schemaVersion: UInt32 = 0, bytes: [UInt8],
+                       compress: Bool? = nil) throws {
+        try bytes.withUnsafeBytes {
+            try writePage(pageID, entityID: entityID, schemaVersion: schemaVersion, bytes: $0, owned: bytes, compress: compress)
+        }
+    }
+
+    /// `write`: `owned`, when given, holds the same bytes as `bytes`.
+    private func writePage(_ pageID: UInt64, entityID: UInt32, schemaVersion: UInt32, bytes: UnsafeRawBufferPointer,
+                           owned: [UInt8]?, compress: Bool?) throws {
         try checkOpen()
         try checkID(pageID)
         guard bytes.count <= log.options.maximumPageSize else {
             throw PageLogError.pageTooLarge(bytes: bytes.count, maximum: log.options.maximumPageSize)
         }
+        let compress = compress ?? log.options.compression
+        pageWrites += 1
+        if usesPipeline && pageWrites > log.options.framePipelineThreshold {
+            try submit(FrameJob(pageID: pageID, lsn: lsn, entityID: entityID, schemaVersion: schemaVersion,
+                                payload: owned ?? [UInt8](bytes), compress: compress))
+            return
+        }
+        try drainPipeline()
         var location = try log.append(kind: .page, pageID: pageID, lsn: lsn, entityID: entityID, schemaVersion: schemaVersion,
-                                      payload: bytes, compress: compress ?? log.options.compression)
+                                      payload: bytes, compress: compress)
         location.lsn = lsn
         changes[pageID] = location
         frameCount += 1
     }
 
-    /// Writes the full content of a page from a byte array.
-    package func write(_ pageID: UInt64, entityID: UInt32 = 0, schemaVersion: UInt32 = 0, bytes: [UInt8],
-                       compress: Bool? = nil) throws {
-        try bytes.withUnsafeBytes { try write(pageID, entityID: entityID, schemaVersion: schemaVersion, bytes: $0, compress: compress) }
+    // MARK: Frame pipeline (invariant 24)
+
+    /// Hands a page write to the pipeline: first places the frames already built, then waits
+    /// for the oldest ones while the bytes in flight would pass the bound.
+    private func submit(_ job: FrameJob) throws {
+        try placeBuiltFrames()
+        let bound = log.options.framePipelineBytes
+        while inFlightHead < inFlight.count && inFlightBytes + job.cost > bound {
+            try placeNextFrame()
+        }
+        inFlight.append(job)
+        inFlightBytes += job.cost
+        unstartedBytes += job.cost
+        // Start the worker once a batch of work waits (or the in-flight bound is near), not
+        // for every page: each start may cost a thread wake-up.
+        let start = unstartedBytes >= min(log.options.framePipelineBatchBytes, bound / 2)
+        if start { unstartedBytes = 0 }
+        log.framePipeline.submit(job, start: start)
+    }
+
+    /// Places the frames at the head of the queue that the worker finished, without waiting.
+    private func placeBuiltFrames() throws {
+        while inFlightHead < inFlight.count, inFlight[inFlightHead].done.load(ordering: .acquiring) {
+            try placeNextFrame()
+        }
+    }
+
+    /// Places every frame in flight, waiting for the worker as needed, so the log holds exactly
+    /// what the synchronous path would have written by now. Every call that appends to or
+    /// reads the log (other than a pipelined page write) does this first.
+    private func drainPipeline() throws {
+        if let pipelineFailure { throw pipelineFailure }
+        while inFlightHead < inFlight.count { try placeNextFrame() }
+    }
+
+    /// Waits for the oldest frame in flight and places it as `log.append` would have: appended
+    /// to the write buffer, then accounted, rolled or flushed by `placeAppendedFrame`.
+    private func placeNextFrame() throws {
+        let job = inFlight[inFlightHead]
+        log.framePipeline.wait(for: job)
+        inFlightHead += 1
+        inFlightBytes -= job.cost
+        if inFlightHead == inFlight.count {
+            inFlight.removeAll(keepingCapacity: true)
+            inFlightHead = 0
+        } else if inFlightHead >= 1024 {
+            inFlight.removeFirst(inFlightHead)
+            inFlightHead = 0
+        }
+        let start = writer.buffer.count
+        writer.buffer.append(contentsOf: job.frame)
+        var location: PageLocation
+        do {
+            location = try log.placeAppendedFrame(start: start, length: job.frame.count)
+        } catch {
+            // The synchronous path threw this from the page's own `write`. The frames behind it
+            // are dropped: the transaction can only end by throwing (the store is poisoned).
+            pipelineFailure = error
+            inFlight.removeAll()
+            inFlightHead = 0
+            inFlightBytes = 0
+            throw error
+        }
+        location.lsn = lsn
+        changes[job.pageID] = location
+        frameCount += 1
+    }
+
+    /// Ends the pipeline's part in this transaction: every frame in flight placed (when
+    /// `place`) or dropped, and the worker stopped.
+    private func finishPipeline(place: Bool) throws {
+        defer {
+            inFlight.removeAll()
+            inFlightHead = 0
+            inFlightBytes = 0
+            if usesPipeline && pageWrites > log.options.framePipelineThreshold {
+                log.framePipeline.waitUntilIdle()
+            }
+        }
+        if place { try drainPipeline() }
     }
 
     /// Writes a copy of an existing frame under this transaction's LSN (compaction).
     func relocate(_ pageID: UInt64, header: FrameHeader, stored: [UInt8]) throws {
+        try drainPipeline()
         var location = try log.appendRelocated(header, stored: stored, lsn: lsn)
         location.lsn = lsn
         changes[pageID] = location
@@ -79,6 +198,7 @@ package final class WriteTransaction {
     package func free(_ pageID: UInt64) throws {
         try checkOpen()
         try checkID(pageID)
+        try drainPipeline()
         let current = changes[pageID] ?? writer.table[pageID]
         guard !current.isNone else { return }
         _ = try [UInt8]().withUnsafeBytes {
@@ -92,6 +212,7 @@ package final class WriteTransaction {
     /// reads with `pread` (see `SequentialPageReader.mapped`).
     package func read(_ pageID: UInt64, mapped: Bool = true) throws -> Page? {
         try checkOpen()
+        try drainPipeline()
         let location = changes[pageID] ?? writer.table[pageID]
         guard !location.isNone else { return nil }
         if UInt64(location.segment) == writer.activeSegment && UInt64(location.offset) >= writer.flushedOffset {
@@ -112,11 +233,13 @@ package final class WriteTransaction {
         log.checkpointsHeld.store(held, ordering: .releasing)
     }
 
-    /// Whether this transaction changed anything.
-    package var isEmpty: Bool { changes.isEmpty }
+    /// Whether this transaction changed anything (a page write still in the frame pipeline
+    /// counts: it will be placed).
+    package var isEmpty: Bool { changes.isEmpty && inFlightHead == inFlight.count }
 
     private func checkOpen() throws {
         if finished { throw PageLogError.closed }
+        if let pipelineFailure { throw pipelineFailure }
     }
 
     private func checkID(_ pageID: UInt64) throws {
@@ -127,17 +250,28 @@ package final class WriteTransaction {
 
     /// The body threw: nothing becomes visible. Frames already spilled stay in the log as dead
     /// bytes; recovery ignores them because no commit frame with this LSN follows them.
-    func abandon() {
+    ///
+    /// Frames still in the frame pipeline are placed first, as the synchronous path placed them
+    /// before the body threw. Returns the I/O error placing them threw, if any (it poisoned the
+    /// store): the synchronous path would have thrown it from the page's `write`, before the
+    /// body's own error, so `PageLog.write` reports it instead.
+    @discardableResult
+    func abandon() -> (any Error)? {
+        let earlierFailure = pipelineFailure != nil
+        var failure: (any Error)?
+        do { try finishPipeline(place: true) } catch { failure = earlierFailure ? nil : error }
         finished = true
         writer.freePageIDs.insert(contentsOf: reusedPageIDs)
         writer.nextPageID = startNextPageID
+        return failure
     }
 
     /// Appends the commit frame, applies the changes to the head table, publishes them to
     /// readers, and checkpoints when due. Returns the log position a durable commit must
     /// sync to, or nil when there was nothing to commit.
     func commit() throws -> LogPosition? {
-        finished = true
+        defer { finished = true }
+        try finishPipeline(place: true)
         guard !changes.isEmpty else {
             writer.freePageIDs.insert(contentsOf: reusedPageIDs)
             return nil

@@ -50,7 +50,7 @@ package final class RecordTreeWriter {
     /// The record with this id, or nil.
     package func get(_ id: UInt64) throws -> [UInt8]? {
         guard root.rootPageID != 0 else { return nil }
-        let (_, _, leaf) = try findLeaf(id)
+        let (_, _, leaf, _) = try findLeaf(id)
         let (found, index) = leaf.node.search(id)
         guard found else { return nil }
         return try materialize(leaf.node, index)
@@ -80,7 +80,7 @@ package final class RecordTreeWriter {
             guard let old = try get(id) else { return false }
             try indexes.replace(id, old: old, new: nil, records: self)
         }
-        var (path, leafID, leaf) = try findLeaf(id)
+        var (path, leafID, leaf, _) = try findLeaf(id)
         let (found, index) = leaf.node.search(id)
         guard found else { return false }
         if leaf.node.isOverflow(index) { try freeOverflow(leaf.node, index) }
@@ -193,7 +193,7 @@ package final class RecordTreeWriter {
             hint = nil
             return true
         }
-        let (path, leafID, leaf) = try findLeaf(id)
+        let (path, leafID, leaf, high) = try findLeaf(id)
         let (found, index) = leaf.node.search(id)
         if found {
             if mustNotExist { try freeStored(stored, overflow); throw RecordTreeError.duplicateID(id) }
@@ -212,11 +212,17 @@ package final class RecordTreeWriter {
         if leaf.node.encodedSize > options.maximumNodeSize && leaf.node.count > 1 {
             // Appending past the end (ascending ids, the common case) moves only the new record,
             // so sequential inserts fill leaves completely instead of leaving them half full.
-            let right = index == leaf.node.count - 1 ? leaf.node.splitOff(at: index) : leaf.node.splitOff()
+            let appended = index == leaf.node.count - 1
+            let right = appended ? leaf.node.splitOff(at: index) : leaf.node.splitOff()
             hint = nil
             let rightID = try transaction.allocatePageID()
             markDirty(rightID, .leaf(Leaf(right)))
             try insertSeparator(right.ids[0], right: rightID, left: leafID, path: path)
+            // An append past the end of the tree (a bulk insert in id order) leaves a full leaf
+            // behind that no later append touches: write it now, so page writes are spread
+            // evenly over the run (which the page log's frame pipeline overlaps with the
+            // caller) instead of coming in `dirtyBudget` bursts, and it holds no memory.
+            if appended && high == nil { try writeNow(leafID) }
         }
         if nodes.isOverBudget { try writeDirtyNodes() }
         return true
@@ -287,15 +293,16 @@ package final class RecordTreeWriter {
 
     // MARK: Nodes
 
-    /// The leaf that holds (or would hold) `id`, and the interior path to it.
-    private func findLeaf(_ id: UInt64) throws -> (path: [(UInt64, Int)], leafID: UInt64, leaf: Leaf) {
+    /// The leaf that holds (or would hold) `id`, the interior path to it, and the first id
+    /// past the leaf's range (nil for the last leaf of the tree).
+    private func findLeaf(_ id: UInt64) throws -> (path: [(UInt64, Int)], leafID: UInt64, leaf: Leaf, high: UInt64?) {
         if let hint, id >= hint.low, hint.high.map({ id < $0 }) ?? true {
-            return (hint.path, hint.leaf, hint.node)
+            return (hint.path, hint.leaf, hint.node, hint.high)
         }
         let (path, leafID, low, high) = try descend(to: id)
         let leaf = try loadLeaf(leafID)
         hint = (leafID, leaf, path, low, high)
-        return (path, leafID, leaf)
+        return (path, leafID, leaf, high)
     }
 
     /// The interior path to the leaf that holds (or would hold) `id`: (page id, child index)
@@ -380,21 +387,33 @@ package final class RecordTreeWriter {
 
     private func writeDirtyNodes() throws {
         lastMarked = 0
-        let forgot = try nodes.writeDirty { pageID, node in
-            let bytes: [UInt8]
-            let compress: Bool?
-            switch node {
-            case .leaf(let leaf):
-                bytes = leaf.node.encoded()
-                compress = options.compressLeaves ? nil : false
-            case .interior(let interior):
-                bytes = interior.node.encoded()
-                compress = nil
-            }
-            try transaction.write(pageID, entityID: entityID, schemaVersion: schemaVersion, bytes: bytes, compress: compress)
-            return bytes
-        }
+        let forgot = try nodes.writeDirty(writeNode)
         if forgot { hint = nil }
+    }
+
+    /// Writes the modified node of `pageID` now and forgets it (a later change reads it back
+    /// from the log).
+    private func writeNow(_ pageID: UInt64) throws {
+        guard let node = nodes.takeDirty(pageID) else { return }
+        if lastMarked == pageID { lastMarked = 0 }
+        if hint?.leaf == pageID { hint = nil }
+        _ = try writeNode(pageID, node)
+    }
+
+    /// Encodes and writes one node; returns the bytes written.
+    private func writeNode(_ pageID: UInt64, _ node: Node) throws -> [UInt8] {
+        let bytes: [UInt8]
+        let compress: Bool?
+        switch node {
+        case .leaf(let leaf):
+            bytes = leaf.node.encoded()
+            compress = options.compressLeaves ? nil : false
+        case .interior(let interior):
+            bytes = interior.node.encoded()
+            compress = nil
+        }
+        try transaction.write(pageID, entityID: entityID, schemaVersion: schemaVersion, bytes: bytes, compress: compress)
+        return bytes
     }
 
     private func materialize(_ leaf: LeafNode, _ index: Int) throws -> [UInt8] {

@@ -49,6 +49,14 @@ struct TreeNodes<Node> {
         }
     }
 
+    /// Removes the node of `pageID` from the modified ones and returns it (nil when it is not
+    /// modified), for a writer that writes it at once; it is not kept as an unmodified node.
+    mutating func takeDirty(_ pageID: UInt64) -> Node? {
+        guard let node = dirty.removeValue(forKey: pageID) else { return nil }
+        dirtyBytes -= nodeSize
+        return node
+    }
+
     /// Drops the node of `pageID` (its page is freed).
     mutating func forget(_ pageID: UInt64) {
         dirty[pageID] = nil

@@ -1,0 +1,157 @@
+import Dispatch
+import Synchronization
+import StrataFormat
+
+/// One page write handed to the frame pipeline: the page's bytes (owned: a copy, or an array
+/// the caller gave away) and the header fields; the worker fills in `frame`.
+///
+/// Thread-safety (`@unchecked Sendable`): the `let` properties are immutable. `frame` is
+/// written only by the pipeline's worker, before it sets `done` (releasing), and read only
+/// by the transaction after it loaded `done` as true (acquiring) — the atomic orders the two
+/// accesses, so they never overlap. A job is built by exactly one worker run (the inbox hands
+/// each job out once).
+final class FrameJob: @unchecked Sendable {
+    /// The page written.
+    let pageID: UInt64
+    /// The transaction's LSN.
+    let lsn: UInt64
+    /// The page header's entity id.
+    let entityID: UInt32
+    /// The page header's schema version.
+    let schemaVersion: UInt32
+    /// The page's content, owned by the job.
+    let payload: [UInt8]
+    /// Whether to try LZ4 (`FrameCodec.append`'s `compress`).
+    let compress: Bool
+    /// The finished frame (header, stored payload, padding), exactly the bytes
+    /// `FrameCodec.append` appends; valid once `done` is true.
+    var frame: [UInt8] = []
+    /// What the job counts for against the pipeline's bound: its payload plus a frame header,
+    /// so even empty pages are bounded in number.
+    var cost: Int { payload.count + FrameHeader.size }
+    /// Set by the worker once `frame` is complete.
+    let done = Atomic<Bool>(false)
+
+    /// A job for one page write.
+    init(pageID: UInt64, lsn: UInt64, entityID: UInt32, schemaVersion: UInt32, payload: [UInt8], compress: Bool) {
+        self.pageID = pageID
+        self.lsn = lsn
+        self.entityID = entityID
+        self.schemaVersion = schemaVersion
+        self.payload = payload
+        self.compress = compress
+    }
+}
+
+/// The background worker that compresses, frames and checksums page writes of large write
+/// transactions (Architecture.md, invariant 24), on a Dispatch serial queue, one job at a
+/// time in submission order, with its own LZ4 state.
+///
+/// The worker only builds frames in memory: it never touches the writer's state, the files
+/// or the page table. The transaction places finished frames into the write buffer itself,
+/// in submission order, on its own thread (so every I/O call happens there, in the order the
+/// synchronous path makes it). One pipeline belongs to one `PageLog` and is used only by the
+/// transaction holding the writer lock; every transaction waits for the worker to stop
+/// (`waitUntilIdle`) before it ends, so no work outlives a transaction, let alone the store.
+final class FramePipeline: Sendable {
+    private struct Inbox {
+        /// Submitted jobs; those before `next` were handed to the worker (and their slots
+        /// cleared, so a built frame is held only by the transaction).
+        var jobs: [FrameJob?] = []
+        var next = 0
+        /// Whether a worker run is scheduled or running (it drains `jobs` before it stops).
+        var running = false
+    }
+
+    private let inbox = Mutex(Inbox())
+    /// Signalled after every finished job and when the worker stops; waiters re-check their
+    /// condition, so signals nobody waited for are harmless.
+    private let progress = DispatchSemaphore(value: 0)
+    private let queue = DispatchQueue(label: "strata.pagelog.frame-pipeline")
+    /// The worker's compression state (used only by the worker run, one at a time: the queue is
+    /// serial and a run starts only when the previous one set `running` to false).
+    private let compressor = LZ4Compressor()
+
+    /// An idle pipeline; no thread runs until jobs are started.
+    init() {}
+
+    /// Whether the worker has its compression state. Without one it would compress with
+    /// `LZ4_compress_default`, whose output can differ from a reused state's, so the
+    /// transaction then builds every frame itself.
+    var isAvailable: Bool { compressor != nil }
+
+    /// Queues a job. With `start` true the worker is started if it is idle; otherwise the job
+    /// waits until the next `start` (a running worker takes it anyway). Batching the start
+    /// saves a thread wake-up per page.
+    func submit(_ job: FrameJob, start: Bool) {
+        let wake = inbox.withLock { inbox in
+            inbox.jobs.append(job)
+            guard start, !inbox.running else { return false }
+            inbox.running = true
+            return true
+        }
+        if wake { queue.async { self.work() } }
+    }
+
+    /// Starts the worker if jobs wait and it is idle.
+    func start() {
+        let wake = inbox.withLock { inbox in
+            guard !inbox.running, inbox.next < inbox.jobs.count else { return false }
+            inbox.running = true
+            return true
+        }
+        if wake { queue.async { self.work() } }
+    }
+
+    /// Blocks until the worker finished `job` (starting the worker first, so it cannot wait
+    /// for a job nobody will build).
+    func wait(for job: FrameJob) {
+        guard !job.done.load(ordering: .acquiring) else { return }
+        start()
+        while !job.done.load(ordering: .acquiring) { progress.wait() }
+    }
+
+    /// Blocks until every submitted job is built and the worker has stopped.
+    func waitUntilIdle() {
+        start()
+        while inbox.withLock({ $0.running }) { progress.wait() }
+    }
+
+    /// The worker run: builds jobs in order until none is left, then stops.
+    private func work() {
+        while let job = takeNext() {
+            var frame: [UInt8] = []
+            frame.reserveCapacity(FrameHeader.size + LZ4Codec.bound(job.payload.count) + FrameHeader.alignment)
+            job.payload.withUnsafeBytes { payload in
+                _ = FrameCodec.append(kind: .page, pageID: job.pageID, lsn: job.lsn, entityID: job.entityID,
+                                      schemaVersion: job.schemaVersion, payload: payload, compress: job.compress,
+                                      compressor: compressor, to: &frame)
+            }
+            job.frame = frame
+            job.done.store(true, ordering: .releasing)
+            progress.signal()
+        }
+        progress.signal()
+    }
+
+    /// The next job for the worker, or nil (and the worker marked stopped) when none is left.
+    private func takeNext() -> FrameJob? {
+        inbox.withLock { inbox in
+            guard inbox.next < inbox.jobs.count else {
+                inbox.jobs.removeAll(keepingCapacity: true)
+                inbox.next = 0
+                inbox.running = false
+                return nil
+            }
+            let job = inbox.jobs[inbox.next]
+            inbox.jobs[inbox.next] = nil
+            inbox.next += 1
+            if inbox.next >= 4096 {
+                // A worker that never runs dry: drop the cleared slots now and then.
+                inbox.jobs.removeFirst(inbox.next)
+                inbox.next = 0
+            }
+            return job
+        }
+    }
+}
