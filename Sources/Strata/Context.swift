@@ -177,6 +177,7 @@ public final class Context {
     /// values checked: see ``save()``).
     private static func write(_ changes: [UInt32: [UInt64: Change]], to store: Store,
                               alsoWriting extra: ((RecordTransaction) throws -> Void)? = nil) throws {
+        try store.checkWritable()
         try store.translating {
             try store.records.write(durability: store.configuration.durability.pageLogDurability) { transaction in
                 let graph = GraphTransaction(store: store, transaction: transaction)

@@ -61,10 +61,20 @@ extension Store {
                             cache: NodeCache(budget: configuration.cacheBytes))
             }
         }
+        if configuration.isReadOnly && !PageLog.exists(directory: path, fileSystem: fileSystem) {
+            throw StrataError.storeNotFound(path: path)
+        }
         var records = try open()
+        // Read-only: nothing may write, not even a checkpoint at close.
+        if configuration.isReadOnly { records.log.checkpointsHeld.store(true, ordering: .releasing) }
         do {
             var resuming: MigrationMarker?
             if let marker = try translatingErrors({ try records.snapshot().root.migration }),
+               !configuration.isMigrationOwner || configuration.isReadOnly {
+                // A migration is in progress; only its owner may finish or undo it.
+                let stored = try MigrationRunner.catalog(of: records)?.version(id: marker.fromCatalogVersion)?.schemaVersion
+                throw StrataError.migrationRequired(stored: stored, required: schema.version)
+            } else if let marker = try translatingErrors({ try records.snapshot().root.migration }),
                plan != nil, marker.targetChecksum == schema.checksum.bytes {
                 // Killed during a migration this app runs too: finish it from where it got.
                 resuming = marker
@@ -114,7 +124,11 @@ struct MigrationRunner {
         } else {
             guard let latest = try Self.catalog(of: records)?.latest, latest.checksum != current.checksum else { return }
             if latest.schemaVersion > current.version {
+                if configuration.isReadOnly { return }  // read through the app's version, if lightweight (Store.readOnlyBinding)
                 throw StrataError.storeIsNewer(stored: latest.schemaVersion, current: current.version)
+            }
+            if !configuration.isMigrationOwner || configuration.isReadOnly {
+                throw StrataError.migrationRequired(stored: latest.schemaVersion, required: current.version)
             }
             guard let plan else { return }  // binding applies a lightweight difference or throws schemaMismatch
             guard let start = plan.position(of: latest.checksum) else {
@@ -372,5 +386,52 @@ struct MigrationRunner {
     static func seconds(since start: ContinuousClock.Instant) -> Double {
         let elapsed = ContinuousClock.now - start
         return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+    }
+}
+
+/// What a store says of its schema, read without binding a schema or migrating anything
+/// (`Store.storedSchema(at:configuration:)`).
+public struct StoredSchema: Sendable, Equatable {
+    /// The version number of the store's newest schema.
+    public let version: Schema.Version
+    /// Its schema checksum.
+    public let checksum: SchemaChecksum
+    /// Whether a migration was interrupted (its owner finishes it at the next open).
+    public let isMigrating: Bool
+
+    /// A description of a stored schema.
+    public init(version: Schema.Version, checksum: SchemaChecksum, isMigrating: Bool) {
+        self.version = version
+        self.checksum = checksum
+        self.isMigrating = isMigrating
+    }
+}
+
+extension Store {
+    /// The schema version and checksum of the store at `path` — to decide, say in a widget,
+    /// whether to wait for the app to migrate it — reading the store's catalog only: no schema
+    /// is bound, nothing is migrated or written (not even a checkpoint). Nil for a store with
+    /// no schema yet.
+    ///
+    /// Like opening, it takes the store's lock for the moment it reads (another process that
+    /// has the store open makes it throw `StrataError.locked`).
+    /// - Throws: `StrataError.storeNotFound`, `.locked`, `.corruption`, `.io`.
+    public static func storedSchema(at path: String, configuration: Configuration = Configuration()) throws -> StoredSchema? {
+        try storedSchema(at: path, configuration: configuration, fileSystem: configuration.storage.fileSystem)
+    }
+
+    /// `storedSchema(at:configuration:)` through `fileSystem` (tests).
+    package static func storedSchema(at path: String, configuration: Configuration = Configuration(),
+                                     fileSystem: any FileSystem) throws -> StoredSchema? {
+        guard PageLog.exists(directory: path, fileSystem: fileSystem) else { throw StrataError.storeNotFound(path: path) }
+        return try translatingErrors {
+            let records = RecordStore(log: try PageLog.open(directory: path, fileSystem: fileSystem, options: configuration.storage.pageLogOptions),
+                                      cache: NodeCache(budget: 1 << 20))
+            records.log.checkpointsHeld.store(true, ordering: .releasing)
+            defer { try? records.log.close() }
+            let root = try records.snapshot().root
+            guard let latest = try MigrationRunner.catalog(of: records)?.latest else { return nil }
+            return StoredSchema(version: latest.schemaVersion, checksum: latest.checksum, isMigrating: root.migration != nil)
+        }
     }
 }

@@ -14,9 +14,11 @@ extension Store {
     /// One write transaction runs at a time (others, and `Context.save()`, wait for it).
     /// Readers keep reading the state before it until it commits.
     ///
-    /// - Throws: what `body` throws; storage errors; `.recordCoding`, `.unknownEntity`.
+    /// - Throws: what `body` throws; storage errors; `.recordCoding`, `.unknownEntity`;
+    ///   `.readOnly` for a store opened read-only.
     public func write<T>(_ body: (WriteTransaction) throws -> T) throws -> T {
-        try translating {
+        try checkWritable()
+        return try translating {
             try records.write(durability: configuration.durability.pageLogDurability) { transaction in
                 let writeTransaction = WriteTransaction(store: self, transaction: transaction)
                 defer { writeTransaction.releaseUnusedIDs() }

@@ -26,6 +26,18 @@ public final class Store: Sendable {
         public var storage = StorageOptions()
         /// The memory budget of the shared cache of verified record pages (default 32 MiB).
         public var cacheBytes = 32 << 20
+        /// Whether this process migrates the store when the app's schema needs it (the
+        /// default). Set it to false in widgets, extensions and helper processes: opening a store
+        /// that needs a migration — or has one in progress — then throws
+        /// `StrataError.migrationRequired` at once and changes nothing, leaving the migration to
+        /// the app.
+        public var isMigrationOwner = true
+        /// Opens without writing anything: no migration, no schema registration, and every
+        /// save or write throws `StrataError.readOnly`. A store written by a newer version of
+        /// the app, whose changes since this app's version were all lightweight, opens through
+        /// this app's version (its records read as this version's types) instead of throwing
+        /// `storeIsNewer`.
+        public var isReadOnly = false
 
         /// The defaults.
         public init() {}
@@ -80,7 +92,8 @@ public final class Store: Sendable {
         self.schema = schema
         self.configuration = configuration
         do {
-            binding = try translatingErrors { try records.bind(schema) }
+            binding = try configuration.isReadOnly ? Self.readOnlyBinding(records, schema: schema)
+                                                   : translatingErrors { try records.bind(schema) }
             model = EntityModel(version: binding.version)
             let snapshot = try translatingErrors { try records.snapshot() }
             // A hierarchy's ids come from its root's counter: start it above every counter of
@@ -123,6 +136,34 @@ public final class Store: Sendable {
     /// The bytes of decompressed pages the store caches now (at most about
     /// `Configuration.cacheBytes`).
     public var cachedBytes: Int { records.cache.cachedBytes }
+
+    /// Whether the store was opened read-only (`Configuration.isReadOnly`).
+    public var isReadOnly: Bool { configuration.isReadOnly }
+
+    /// Throws `StrataError.readOnly` when the store was opened read-only.
+    func checkWritable() throws {
+        if configuration.isReadOnly { throw StrataError.readOnly }
+    }
+
+    /// The binding of a read-only store: the newest catalog version with the app's shape, used
+    /// as it is (nothing registered). A store written by a newer app qualifies when every
+    /// change since that version is lightweight.
+    /// - Throws: `StrataError.migrationRequired` when no version of the store has the app's
+    ///   shape and the store is older; `.storeIsNewer` when it is newer and a change since the
+    ///   app's version is not lightweight (or the store never had the app's version).
+    static func readOnlyBinding(_ records: RecordStore, schema: Schema) throws -> SchemaBinding {
+        guard let catalog = try MigrationRunner.catalog(of: records), let latest = catalog.latest else {
+            throw StrataError.migrationRequired(stored: nil, required: schema.version)
+        }
+        guard let version = catalog.versions.last(where: { $0.checksum == schema.checksum }) else {
+            if latest.schemaVersion > schema.version { throw StrataError.storeIsNewer(stored: latest.schemaVersion, current: schema.version) }
+            throw StrataError.migrationRequired(stored: latest.schemaVersion, required: schema.version)
+        }
+        if version.id != latest.id, latest.differences(from: version).contains(where: { !$0.isLightweight }) {
+            throw StrataError.storeIsNewer(stored: latest.schemaVersion, current: schema.version)
+        }
+        return SchemaBinding(catalog: catalog, versionID: version.id, version: version)
+    }
 
     /// Checkpoints and closes the store. Contexts with unsaved changes lose them.
     public func close() throws {

@@ -61,6 +61,15 @@ public enum StrataError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The store's schema matches none of the migration plan's schemas: the plan cannot tell
     /// how to migrate it. `checksum` is the stored schema checksum (hex). Nothing was changed.
     case unknownModelVersion(stored: Schema.Version, checksum: String)
+    /// The store needs a migration (or has one in progress) that this instance may not run:
+    /// it was opened as a non-owner (`Configuration.isMigrationOwner` false) or read-only.
+    /// `stored` is the store's schema version (nil: a new store), `required` the app's. Nothing
+    /// was changed; the app (the migration owner) migrates it.
+    case migrationRequired(stored: Schema.Version?, required: Schema.Version)
+    /// The store was opened read-only (`Configuration.isReadOnly`): nothing can be written.
+    case readOnly
+    /// There is no store at `path` (opening read-only, or reading a store's schema, creates none).
+    case storeNotFound(path: String)
     /// A migration stage failed; the store is exactly as it was before the migration began,
     /// every file byte for byte. The report says where and why.
     case migrationFailed(MigrationFailureReport)
@@ -107,6 +116,11 @@ public enum StrataError: Error, Sendable, Equatable, CustomStringConvertible {
             "the store's schema (version \(stored), checksum \(checksum.prefix(16))…) is none of the migration plan's schemas; "
                 + "add the schema it was written with to the plan"
         case .migrationFailed(let report): "\(report)"
+        case .migrationRequired(let stored, let required):
+            "the store (schema version \(stored.map { "\($0)" } ?? "none")) must be migrated to \(required) by the app that owns its "
+                + "migrations; this instance (not the owner, or read-only) changed nothing"
+        case .readOnly: "the store was opened read-only"
+        case .storeNotFound(let path): "there is no store at \(path)"
         }
     }
 

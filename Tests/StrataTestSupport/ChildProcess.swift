@@ -1,0 +1,60 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Runs one test of this test binary in a child process — how tests check what another
+/// process sees (a widget opening the app's store). The child gets `environment` added to
+/// its own; the test it runs should do nothing unless that environment is set. Returns the
+/// child's exit status (0: its tests passed).
+public func runChildTest(_ filter: String, environment: [String: String]) throws -> Int32 {
+    struct SpawnError: Error, CustomStringConvertible {
+        let code: Int32
+        var description: String { "posix_spawn failed: \(code)" }
+    }
+    var executable = [CChar](repeating: 0, count: 4096)
+    let length = readlink("/proc/self/exe", &executable, executable.count - 1)
+    guard length > 0 else { throw SpawnError(code: errno) }
+    let path = String(decoding: executable[0..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    let arguments = [path, "--testing-library", "swift-testing", "--filter", filter]
+    var variables: [String] = []
+    var index = 0
+    while let entry = environ[index] {
+        variables.append(String(cString: entry))
+        index += 1
+    }
+    variables += environment.map { "\($0.key)=\($0.value)" }
+    let argv = arguments.map { strdup($0) } + [nil]
+    let envp = variables.map { strdup($0) } + [nil]
+    defer {
+        argv.forEach { free($0) }
+        envp.forEach { free($0) }
+    }
+    var pid: pid_t = 0
+    let spawned = posix_spawn(&pid, path, nil, nil, argv, envp)
+    guard spawned == 0 else { throw SpawnError(code: spawned) }
+    var status: Int32 = 0
+    while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+    return (status >> 8) & 0xff
+}
+
+/// Reads a small text file (what a child process reported), or nil.
+public func readTextFile(_ path: String) -> String? {
+    guard let file = fopen(path, "r") else { return nil }
+    defer { fclose(file) }
+    var bytes: [UInt8] = []
+    var buffer = [UInt8](repeating: 0, count: 4096)
+    while true {
+        let count = fread(&buffer, 1, buffer.count, file)
+        if count <= 0 { break }
+        bytes += buffer[0..<count]
+    }
+    return String(decoding: bytes, as: UTF8.self)
+}
+
+/// Writes a small text file (what a child process reports).
+public func writeTextFile(_ path: String, _ text: String) {
+    guard let file = fopen(path, "w") else { return }
+    defer { fclose(file) }
+    var bytes = Array(text.utf8)
+    fwrite(&bytes, 1, bytes.count, file)
+}
