@@ -98,6 +98,12 @@ public struct MigrationStage {
         }
     }
 
+    /// Whether the stage rewrites records (a custom stage with transforms).
+    var rewritesRecords: Bool {
+        if case .custom(_, _, let transforms, _) = kind { return !transforms.isEmpty }
+        return false
+    }
+
     /// Whether the stage runs code of its own.
     var hasCode: Bool {
         switch kind {

@@ -68,11 +68,12 @@ struct TransformEnvironment {
 /// transform call it was handed to.
 public final class MigrationWriter {
     let binding: SchemaBinding
-    let transaction: RecordTransaction
+    /// Nil in a dry run's sample, where inserts are skipped.
+    let transaction: RecordTransaction?
     /// Entity ids the stage may insert into (new in the target version, or a transform's target).
     let insertable: Set<UInt32>
 
-    init(binding: SchemaBinding, transaction: RecordTransaction, insertable: Set<UInt32>) {
+    init(binding: SchemaBinding, transaction: RecordTransaction?, insertable: Set<UInt32>) {
         self.binding = binding
         self.transaction = transaction
         self.insertable = insertable
@@ -90,6 +91,7 @@ public final class MigrationWriter {
         } catch {
             throw StrataError.recordCoding(reason: "\(error)")
         }
+        guard let transaction else { return RecordID(rawValue: 0) }  // a dry run writes nothing
         guard insertable.contains(encoded.entityID) else {
             throw StrataError.invalidSchema(reason: "a transform inserted a \(Record.entityName), an entity the old version has "
                 + "and no transform of this stage rewrites; insert only into new entities or a transform's target")

@@ -143,9 +143,13 @@ struct MigrationRunner {
         }
         guard let plan else { return }
         var failure: (step: Int, category: MigrationFailureReport.Category, recordID: String?, error: any Error)?
+        let meter = ProgressMeter(callback: configuration.migrationProgress, started: started, stageCount: plan.steps.count)
         for step in Int(marker.stage)..<plan.steps.count {
             do {
-                try runStep(step, of: plan, phase: step == Int(marker.stage) ? marker.phase : .started, records: records)
+                let stage = plan.steps[step].stage?.stage
+                meter.begin(stage: step, name: Self.name(ofStep: step, in: plan), isMetadataOnly: !(stage?.rewritesRecords ?? false))
+                try runStep(step, of: plan, phase: step == Int(marker.stage) ? marker.phase : .started, records: records, meter: meter)
+                meter.finish()
             } catch let error as StepFailure {
                 failure = (step, error.category, error.recordID, error.underlying)
                 break
@@ -188,7 +192,8 @@ struct MigrationRunner {
     /// The step from `plan.versions[step]` to the next version, from `phase` on (a resumed
     /// stage skips what it committed already). Each phase's work commits together with the
     /// marker's next phase, so a crash repeats no committed work (Architecture.md, "Migration").
-    private func runStep(_ step: Int, of plan: MigrationPlanCheck, phase: MigrationMarker.Phase, records: RecordStore) throws {
+    private func runStep(_ step: Int, of plan: MigrationPlanCheck, phase: MigrationMarker.Phase, records: RecordStore,
+                         meter: ProgressMeter) throws {
         let from = plan.versions[step], to = plan.versions[step + 1]
         let advance = { (transaction: RecordTransaction) in
             transaction.updateMigration { marker in
@@ -226,7 +231,7 @@ struct MigrationRunner {
             }
         }
         if phase != .switched {
-            let target = try stream(transforms, batchSize: batchSize, records: records)
+            let target = try stream(transforms, batchSize: batchSize, records: records, meter: meter)
             _ = try attributing(.schemaChange) {
                 try translatingErrors {
                     do {
@@ -267,7 +272,7 @@ struct MigrationRunner {
 
     /// Runs the stage's transforms, batch by batch, from where the marker says each got;
     /// returns the pending catalog's version (the stage's target).
-    private func stream(_ transforms: [RecordTransform], batchSize: Int, records: RecordStore) throws -> CatalogVersion {
+    private func stream(_ transforms: [RecordTransform], batchSize: Int, records: RecordStore, meter: ProgressMeter) throws -> CatalogVersion {
         let (oldBinding, newBinding) = try attributing(.schemaChange) { () throws -> (SchemaBinding, SchemaBinding) in
             try translatingErrors {
                 try records.write { transaction in
@@ -301,6 +306,13 @@ struct MigrationRunner {
             targets.append(target)
         }
         let insertable = Set(targets).union(newBinding.version.entities.map(\.id).filter { oldBinding.version.entity(id: $0) == nil })
+        // Progress: every source entity's records, those already in shadow trees done.
+        let start = try translatingErrors { try records.snapshot().root }
+        meter.recordsTotal = transforms.reduce(0) { total, transform in
+            total + ((try? oldBinding.entityID(of: transform.sourceEntity)).flatMap { start.entities[$0]?.tree.count } ?? 0)
+        }
+        meter.recordsDone = targets.reduce(0) { $0 + (start.migration?.shadows[$1]?.tree.count ?? 0) }
+        if !transforms.isEmpty { meter.report() }
         for (transform, target) in zip(transforms, targets) {
             let source = try oldBinding.entityID(of: transform.sourceEntity)
             let environment = { (transaction: RecordTransaction) in
@@ -342,6 +354,9 @@ struct MigrationRunner {
                         }
                     }
                 }
+                meter.recordsDone += UInt64(batch.count)
+                meter.bytesDone += batch.reduce(0) { $0 + UInt64($1.bytes.count) }
+                meter.report()
             }
         }
         return newBinding.version
@@ -433,5 +448,73 @@ extension Store {
             guard let latest = try MigrationRunner.catalog(of: records)?.latest else { return nil }
             return StoredSchema(version: latest.schemaVersion, checksum: latest.checksum, isMigrating: root.migration != nil)
         }
+    }
+}
+
+/// Reports a migration's progress (`Configuration.migrationProgress`) as its stages run.
+final class ProgressMeter {
+    let callback: (@Sendable (MigrationProgress) -> Void)?
+    let started: ContinuousClock.Instant
+    let stageCount: Int
+    private var progress: MigrationProgress?
+    private var stageStarted = ContinuousClock.now
+    private var recordsAtStageStart: UInt64 = 0
+    var recordsTotal: UInt64 = 0
+    var recordsDone: UInt64 = 0
+    var bytesDone: UInt64 = 0
+
+    init(callback: (@Sendable (MigrationProgress) -> Void)?, started: ContinuousClock.Instant, stageCount: Int) {
+        self.callback = callback
+        self.started = started
+        self.stageCount = stageCount
+    }
+
+    /// A stage starts.
+    func begin(stage: Int, name: String, isMetadataOnly: Bool) {
+        progress = MigrationProgress(stageIndex: stage, stageCount: stageCount, stageName: name, isMetadataOnly: isMetadataOnly,
+                                     recordsDone: 0, recordsTotal: 0, bytesDone: 0, bytesTotal: 0, elapsed: .zero,
+                                     estimatedRemaining: nil, isStageFinished: false)
+        stageStarted = ContinuousClock.now
+        recordsTotal = 0
+        recordsDone = 0
+        bytesDone = 0
+        recordsAtStageStart = 0
+        report()
+    }
+
+    /// Reports the counters now. The first report after the totals are known sets the start of
+    /// the throughput measurement (records done before it — a resumed stage — do not count).
+    func report() {
+        guard var progress, let callback else { return }
+        if progress.recordsTotal == 0 && recordsTotal > 0 {
+            recordsAtStageStart = recordsDone
+            stageStarted = ContinuousClock.now
+        }
+        let now = ContinuousClock.now
+        progress.recordsTotal = recordsTotal
+        progress.recordsDone = min(recordsDone, recordsTotal)
+        progress.bytesDone = bytesDone
+        progress.bytesTotal = recordsDone == 0 ? 0 : UInt64(Double(bytesDone) / Double(max(1, recordsDone - recordsAtStageStart)) * Double(recordsTotal))
+        progress.elapsed = now - started
+        let measured = recordsDone > recordsAtStageStart ? recordsDone - recordsAtStageStart : 0
+        if measured > 0 {
+            let perRecord = (now - stageStarted) / Double(measured)
+            progress.estimatedRemaining = perRecord * Double(recordsTotal > recordsDone ? recordsTotal - recordsDone : 0)
+        }
+        self.progress = progress
+        callback(progress)
+    }
+
+    /// The stage is done.
+    func finish() {
+        guard var progress, let callback else { return }
+        progress.recordsDone = progress.recordsTotal
+        progress.bytesTotal = bytesDone
+        progress.bytesDone = bytesDone
+        progress.elapsed = ContinuousClock.now - started
+        progress.estimatedRemaining = .zero
+        progress.isStageFinished = true
+        self.progress = progress
+        callback(progress)
     }
 }

@@ -38,6 +38,9 @@ public final class Store: Sendable {
         /// this app's version (its records read as this version's types) instead of throwing
         /// `storeIsNewer`.
         public var isReadOnly = false
+        /// Called with the progress of a migration opening runs (see `MigrationProgress`), on
+        /// the opening thread; keep it short. `Store.opening(…)` delivers the same as a stream.
+        public var migrationProgress: (@Sendable (MigrationProgress) -> Void)?
 
         /// The defaults.
         public init() {}

@@ -1,0 +1,83 @@
+import Dispatch
+import StrataSchema
+
+/// Where a running migration is: the stage, how much of it is done, and how long the rest
+/// should take. Delivered after each stage starts, after each committed batch of a streaming
+/// stage, and when each stage ends — to `Store.Configuration.migrationProgress` and as the
+/// events of `Store.opening(at:schema:migrationPlan:configuration:)`.
+public struct MigrationProgress: Sendable, Equatable {
+    /// The stage (0-based, among the plan's steps), how many steps the plan has, and its name
+    /// ("custom SchemaV1 (1.0.0) → SchemaV2 (2.0.0)").
+    public var stageIndex: Int
+    public var stageCount: Int
+    public var stageName: String
+    /// Whether the stage writes metadata only (a lightweight step): it takes milliseconds.
+    public var isMetadataOnly: Bool
+    /// Records rewritten so far and in all by the stage's transforms (0 of 0 for a stage with
+    /// none).
+    public var recordsDone: UInt64
+    public var recordsTotal: UInt64
+    /// Bytes of old records rewritten so far, and the stage's total: exact when the stage is
+    /// done, estimated from the records' average size until then.
+    public var bytesDone: UInt64
+    public var bytesTotal: UInt64
+    /// Time since the migration began.
+    public var elapsed: Duration
+    /// Time the stage still needs at its throughput so far; nil before anything was measured.
+    public var estimatedRemaining: Duration?
+    /// Whether the stage is done.
+    public var isStageFinished: Bool
+
+    /// The fraction of the stage done, 0…1.
+    public var fractionDone: Double {
+        if isStageFinished { return 1 }
+        return recordsTotal == 0 ? 0 : min(1, Double(recordsDone) / Double(recordsTotal))
+    }
+}
+
+/// What `Store.opening(at:schema:migrationPlan:configuration:)` delivers.
+public enum MigrationEvent: Sendable {
+    /// A migration's progress (only when the store needs one).
+    case progress(MigrationProgress)
+    /// The store, opened (migrated first if it needed it). The last event.
+    case opened(Store)
+}
+
+extension Store {
+    /// Opens the store as `init(at:schema:migrationPlan:configuration:)` does — on a thread of
+    /// its own — and streams the migration's progress while it runs, then the opened store:
+    ///
+    /// ```swift
+    /// for try await event in Store.opening(at: path, schema: SchemaV2.self, migrationPlan: Plan.self) {
+    ///     switch event {
+    ///     case .progress(let progress): showProgress(progress.stageName, progress.fractionDone)
+    ///     case .opened(let store): self.store = store
+    ///     }
+    /// }
+    /// ```
+    ///
+    /// The stream ends after `.opened`, or throws what opening throws. Cancelling the consuming
+    /// task does not stop a migration that has started (it is atomic, and resumes at the next
+    /// open if the process ends).
+    public static func opening(at path: String, schema: any VersionedSchema.Type, migrationPlan: (any SchemaMigrationPlan.Type)?,
+                               configuration: Configuration = Configuration()) -> AsyncThrowingStream<MigrationEvent, any Error> {
+        AsyncThrowingStream { continuation in
+            var configuration = configuration
+            let earlier = configuration.migrationProgress
+            configuration.migrationProgress = { progress in
+                earlier?(progress)
+                continuation.yield(.progress(progress))
+            }
+            let opening = configuration
+            DispatchQueue.global(qos: .userInitiated).async {
+                do {
+                    let store = try Store(at: path, schema: schema, migrationPlan: migrationPlan, configuration: opening)
+                    continuation.yield(.opened(store))
+                    continuation.finish()
+                } catch {
+                    continuation.finish(throwing: error)
+                }
+            }
+        }
+    }
+}
