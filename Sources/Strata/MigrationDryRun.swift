@@ -109,7 +109,7 @@ extension Store {
             var stages: [MigrationEstimate.Stage] = []
             for step in start..<plan.steps.count {
                 let name = MigrationRunner.name(ofStep: step, in: plan)
-                guard case .custom(_, _, let transforms, _)? = plan.steps[step].stage?.stage.kind, !transforms.isEmpty else {
+                guard case .custom(_, _, let transforms, _, _)? = plan.steps[step].stage?.stage.kind, !transforms.isEmpty else {
                     stages.append(MigrationEstimate.Stage(name: name, isMetadataOnly: true, records: 0, estimatedDuration: metadataStageCost))
                     continue
                 }

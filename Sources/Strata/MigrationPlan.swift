@@ -56,7 +56,7 @@ public struct MigrationStage {
     enum Kind {
         case lightweight
         case custom(willMigrate: ((Context) throws -> Void)?, didMigrate: ((Context) throws -> Void)?,
-                    transforms: [RecordTransform], batchSize: Int)
+                    transforms: [RecordTransform], batchSize: Int, rejected: RejectedRecordPolicy)
     }
 
     /// The version migrated from.
@@ -82,12 +82,16 @@ public struct MigrationStage {
     /// entity from the old version to the new one, in batches of `batchSize` records, each
     /// committed durably with the stage's progress; `willMigrate` runs before them (context on
     /// the old version), `didMigrate` after the switch (context on the new one). An entity
-    /// whose change needs records rewritten must be a transform's target.
+    /// whose change needs records rewritten must be a transform's target. A record a
+    /// transform throws on fails the stage, or with `rejectedRecords: .quarantine` is kept in
+    /// the store's quarantine while the stage goes on.
     public static func custom(fromVersion: any VersionedSchema.Type, toVersion: any VersionedSchema.Type,
                               transforms: [RecordTransform], batchSize: Int = 10_000,
+                              rejectedRecords: RejectedRecordPolicy = .failStage,
                               willMigrate: ((Context) throws -> Void)? = nil, didMigrate: ((Context) throws -> Void)? = nil) -> MigrationStage {
         MigrationStage(fromVersion: fromVersion, toVersion: toVersion,
-                       kind: .custom(willMigrate: willMigrate, didMigrate: didMigrate, transforms: transforms, batchSize: max(1, batchSize)))
+                       kind: .custom(willMigrate: willMigrate, didMigrate: didMigrate, transforms: transforms, batchSize: max(1, batchSize),
+                                     rejected: rejectedRecords))
     }
 
     /// `"lightweight"` or `"custom"`.
@@ -100,7 +104,7 @@ public struct MigrationStage {
 
     /// Whether the stage rewrites records (a custom stage with transforms).
     var rewritesRecords: Bool {
-        if case .custom(_, _, let transforms, _) = kind { return !transforms.isEmpty }
+        if case .custom(_, _, let transforms, _, _) = kind { return !transforms.isEmpty }
         return false
     }
 
@@ -108,7 +112,7 @@ public struct MigrationStage {
     var hasCode: Bool {
         switch kind {
         case .lightweight: false
-        case .custom(let willMigrate, let didMigrate, let transforms, _): willMigrate != nil || didMigrate != nil || !transforms.isEmpty
+        case .custom(let willMigrate, let didMigrate, let transforms, _, _): willMigrate != nil || didMigrate != nil || !transforms.isEmpty
         }
     }
 }

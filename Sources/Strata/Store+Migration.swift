@@ -201,7 +201,7 @@ struct MigrationRunner {
                 marker.phase = .started
             }
         }
-        guard case .custom(let willMigrate, let didMigrate, let transforms, let batchSize)? = plan.steps[step].stage?.stage.kind else {
+        guard case .custom(let willMigrate, let didMigrate, let transforms, let batchSize, let rejected)? = plan.steps[step].stage?.stage.kind else {
             _ = try attributing(.schemaChange) { try translatingErrors { try records.bind(to.schema) } }
             try translatingErrors { try records.write(advance) }
             return
@@ -231,7 +231,8 @@ struct MigrationRunner {
             }
         }
         if phase != .switched {
-            let target = try stream(transforms, batchSize: batchSize, records: records, meter: meter)
+            let target = try stream(transforms, batchSize: batchSize, rejected: rejected, stageName: Self.name(ofStep: step, in: plan),
+                                    records: records, meter: meter)
             _ = try attributing(.schemaChange) {
                 try translatingErrors {
                     do {
@@ -272,7 +273,8 @@ struct MigrationRunner {
 
     /// Runs the stage's transforms, batch by batch, from where the marker says each got;
     /// returns the pending catalog's version (the stage's target).
-    private func stream(_ transforms: [RecordTransform], batchSize: Int, records: RecordStore, meter: ProgressMeter) throws -> CatalogVersion {
+    private func stream(_ transforms: [RecordTransform], batchSize: Int, rejected: RejectedRecordPolicy, stageName: String,
+                        records: RecordStore, meter: ProgressMeter) throws -> CatalogVersion {
         let (oldBinding, newBinding) = try attributing(.schemaChange) { () throws -> (SchemaBinding, SchemaBinding) in
             try translatingErrors {
                 try records.write { transaction in
@@ -340,13 +342,20 @@ struct MigrationRunner {
                         }
                         let environment = environment(transaction)
                         for (id, bytes) in batch {
+                            let result: [UInt8]?
                             do {
-                                if let result = try bytes.withUnsafeBytes({ try transform.apply($0, environment) }) {
-                                    try tree.insert(id, bytes: result)
-                                }
+                                result = try bytes.withUnsafeBytes { try transform.apply($0, environment) }
                             } catch {
-                                throw StepFailure(category: .transform, recordID: "\(transform.sourceEntity)#\(id)", underlying: error)
+                                guard rejected == .quarantine else {
+                                    throw StepFailure(category: .transform, recordID: "\(transform.sourceEntity)#\(id)", underlying: error)
+                                }
+                                // Kept as it was, with why; the new version goes on without it.
+                                _ = try transaction.quarantine(QuarantinedRecord.encode(
+                                    entity: transform.sourceEntity, id: id, catalogVersion: oldBinding.versionID, stage: stageName,
+                                    reason: "\(error)", bytes: bytes))
+                                continue
                             }
+                            if let result { try tree.insert(id, bytes: result) }
                         }
                         transaction.updateMigration { marker in
                             if let last = batch.last { marker.shadows[target]?.cursor = last.id }

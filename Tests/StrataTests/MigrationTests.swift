@@ -560,3 +560,41 @@ extension MigrationTests {
         #expect(resumed > 0)  // progress is durable per batch: a crash does not start over
     }
 }
+
+enum QuarantinePlan: SchemaMigrationPlan {
+    static var schemas: [any VersionedSchema.Type] { [PeopleV1.self, PeopleSplitNames.self] }
+    static var stages: [MigrationStage] {
+        [.custom(fromVersion: PeopleV1.self, toVersion: PeopleSplitNames.self, transforms: [
+            .map(PeopleV1.Person.self, to: PeopleSplitNames.Person.self) { old in
+                if old.age % 97 == 13 { throw StageFault.didMigrate }
+                return SplitPlan.split(old)
+            },
+        ], batchSize: 100, rejectedRecords: .quarantine)]
+    }
+}
+
+extension MigrationTests {
+    @Test func rejectedRecordsAreQuarantinedListedAndReadable() throws {
+        let folder = try temporaryDirectory()
+        defer { removeDirectory(folder) }
+        try Self.createV1(at: folder, count: 1_000)
+        let store = try Store(at: folder, schema: PeopleSplitNames.self, migrationPlan: QuarantinePlan.self)
+        let rejectedAges = (0..<1_000).filter { $0 % 97 == 13 }
+        let migrated = try Context(store).fetch(FetchDescriptor<PeopleSplitNames.Person>(sortBy: [RecordSort(\.age)])).map(\.record)
+        #expect(migrated == Self.v1People(1_000).filter { $0.age % 97 != 13 }.map(SplitPlan.split))
+        let quarantined = try store.quarantinedRecords()
+        #expect(quarantined.map(\.id) == rejectedAges.map { UInt64($0 + 1) })
+        #expect(quarantined.allSatisfy { $0.entity == "Person" && $0.stage == "custom PeopleV1 (1.0.0) → PeopleSplitNames (2.0.0)" })
+        #expect(quarantined.allSatisfy { $0.reason == "didMigrate" })
+        // Each is retrievable as the old version's type, exactly as it was.
+        let old = try quarantined.map { try store.record($0, as: PeopleV1.Person.self) }
+        #expect(old == rejectedAges.map { Self.v1People(1_000)[$0] })
+        try store.close()
+        // They survive reopening, until the app removes them.
+        let reopened = try Store(at: folder, schema: PeopleSplitNames.self)
+        #expect(try reopened.quarantinedRecords().count == rejectedAges.count)
+        try reopened.removeQuarantinedRecords()
+        #expect(try reopened.quarantinedRecords().isEmpty)
+        try reopened.close()
+    }
+}
