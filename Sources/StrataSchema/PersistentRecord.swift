@@ -65,6 +65,18 @@ public protocol PersistentRecord: Codable {
     ///   when a customization names a property the type does not have;
     ///   ``RecordCodingError/unsupportedStructure(type:reason:)`` for a non-keyed conformance.
     static func entity() throws(RecordCodingError) -> Entity
+
+    /// Writes the record's attributes into `writer`. The default runs the type's `Encodable`
+    /// conformance. Implement it — by hand, one `writer.encode(_:forKey:)` per property, named
+    /// as `Codable` names them — for the fast path (records of a few fields code about twice
+    /// as fast); it must write what the `Codable` conformance writes.
+    func encode(to writer: inout RecordWriter) throws
+
+    /// Reads the record from `reader`. The default runs the type's `Decodable` conformance.
+    /// Implement it with `reader.decode(_:forKey:)` for the fast path (see
+    /// ``encode(to:)-(RecordWriter)``); declare it in an extension to keep a struct's
+    /// memberwise initializer.
+    init(from reader: RecordReader) throws
 }
 
 extension PersistentRecord {
@@ -84,6 +96,16 @@ extension PersistentRecord {
     public static var parentRecordType: (any PersistentRecord.Type)? { nil }
     /// Not abstract.
     public static var isAbstractEntity: Bool { false }
+
+    /// Runs `encode(to: Encoder)`.
+    public func encode(to writer: inout RecordWriter) throws {
+        try encode(to: RecordEncoding(state: writer.state))
+    }
+
+    /// Runs `init(from: Decoder)`.
+    public init(from reader: RecordReader) throws {
+        try self.init(from: RecordDecoding(state: reader.state))
+    }
 }
 
 extension Schema {

@@ -47,7 +47,7 @@ extension RecordDecoder {
         // its properties straight from the bytes, with no `Value` in between.
         var state = try RecordDecodingState.locating(bytes, layout: layout, type: Record.self)
         defer { RecordDecodingState.finish(&state) }
-        return try run(Record.self, RecordDecoding(state: state))
+        return try run(Record.self, state)
     }
 
     /// A record from the values of `layout`'s attributes (catalog defaults already in place).
@@ -75,6 +75,6 @@ extension RecordDecoder {
                 slots += others.map(\.defaultValue)
             }
         }
-        return try run(Record.self, RecordDecoding(state: .holding(slots, layout: layout, type: Record.self)))
+        return try run(Record.self, RecordDecodingState.holding(slots, layout: layout, type: Record.self))
     }
 }

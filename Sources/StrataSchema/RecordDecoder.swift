@@ -37,6 +37,18 @@ public struct RecordDecoder: Sendable {
         return try run(Record.self, RecordDecoding(state: .holding(layout.names.map { merged[$0] ?? .null }, layout: layout, type: Record.self)))
     }
 
+    /// Runs a typed record's `init(from: RecordReader)` on `state` (the fast path when the type
+    /// implements it, else its `Decodable` conformance).
+    func run<Record: PersistentRecord>(_: Record.Type, _ state: RecordDecodingState) throws(RecordCodingError) -> Record {
+        do {
+            return try Record(from: RecordReader(state: state))
+        } catch let error as RecordCodingError {
+            throw error
+        } catch {
+            throw .recordCodingFailed(type: String(describing: Record.self), reason: "\(error)")
+        }
+    }
+
     /// Runs the record's `init(from:)` on `decoder`.
     func run<Record: Decodable>(_: Record.Type, _ decoder: RecordDecoding) throws(RecordCodingError) -> Record {
         do {
@@ -228,152 +240,44 @@ struct RecordDecoding: Decoder {
     }
 }
 
-/// Reads each key's value from the record's attributes. The concrete overloads and the common
-/// scalars of the generic ones read a field straight from the record's bytes; everything else
-/// (absent attributes and their defaults, other types, type mismatches and their errors) goes
-/// through the attribute's `Value` and `ValueConversion`, as decoding from values does.
+/// Reads each key's value from the record's attributes, through a ``RecordReader`` (one
+/// implementation for `Codable` records and hand-coded ones): the concrete overloads and the
+/// common scalars of the generic ones read a field straight from the record's bytes;
+/// everything else (absent attributes and their defaults, other types, type mismatches and
+/// their errors) goes through the attribute's `Value` and `ValueConversion`.
 struct RecordKeyedDecodingContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
     let state: RecordDecodingState
     var codingPath: [any CodingKey] { [] }
+    private var reader: RecordReader { RecordReader(state: state) }
 
     /// The keys with a value.
     var allKeys: [Key] { state.presentNames.compactMap { Key(stringValue: $0) } }
 
-    func contains(_ key: Key) -> Bool {
-        let name = key.stringValue
-        return state.field(named: name).tag != 0 || state.contains(name)
-    }
-
+    func contains(_ key: Key) -> Bool { reader.contains(key.stringValue) }
     func decodeNil(forKey key: Key) throws -> Bool { !contains(key) }
-
-    func decode<T: Decodable>(_: T.Type, forKey key: Key) throws -> T {
-        let name = key.stringValue
-        return try decode(T.self, state.field(named: name), name: name)
-    }
-
-    /// An optional attribute: nil when it has no value, else its value.
-    func decodeIfPresent<T: Decodable>(_: T.Type, forKey key: Key) throws -> T? {
-        let name = key.stringValue
-        let field = state.field(named: name)
-        if field.tag != 0 { return try decode(T.self, field, name: name) }
-        let value = state.value(forKey: name)
-        if value.isNull { return nil }
-        return try ValueConversion.decode(T.self, from: value, attribute: name)
-    }
-
-    /// The value of type `T` of the attribute `name`, whose field is `field`: the common
-    /// scalars by metatype identity straight from the bytes (as `ValueConversion.decode`
-    /// tells them), the rest through the attribute's value.
-    @inline(__always)
-    private func decode<T: Decodable>(_: T.Type, _ field: FieldSpan, name: String) throws(RecordCodingError) -> T {
-        if T.self == String.self, field.tag == ValueTag.string.rawValue { return unsafeBitCast(field.string(in: state.bytes), to: T.self) }
-        if T.self == Date.self, field.tag == ValueTag.date.rawValue { return unsafeBitCast(field.date, to: T.self) }
-        if T.self == Int.self, field.tag == ValueTag.int.rawValue, let int = Int(exactly: Int64(bitPattern: field.bits)) {
-            return unsafeBitCast(int, to: T.self)
-        }
-        if T.self == Double.self, field.tag == ValueTag.double.rawValue { return unsafeBitCast(Double(bitPattern: field.bits), to: T.self) }
-        if T.self == Bool.self, field.tag == ValueTag.true.rawValue || field.tag == ValueTag.false.rawValue {
-            return unsafeBitCast(field.tag == ValueTag.true.rawValue, to: T.self)
-        }
-        if T.self == UUID.self, field.tag == ValueTag.uuid.rawValue { return unsafeBitCast(field.uuid(in: state.bytes), to: T.self) }
-        if T.self == Data.self, field.tag == ValueTag.data.rawValue { return unsafeBitCast(Data(field.bytes(in: state.bytes)), to: T.self) }
-        if T.self == Int64.self, field.tag == ValueTag.int.rawValue { return unsafeBitCast(Int64(bitPattern: field.bits), to: T.self) }
-        return try ValueConversion.decode(T.self, from: value(field, name: name), attribute: name)
-    }
-
-    /// The attribute's value: the field's, else the defaults' (`.null` for none).
-    @inline(__always)
-    private func value(_ field: FieldSpan, name: String) -> Value {
-        field.tag != 0 ? field.value(in: state.bytes) : state.value(forKey: name)
-    }
+    func decode<T: Decodable>(_: T.Type, forKey key: Key) throws -> T { try reader.decode(T.self, forKey: key.stringValue) }
+    func decodeIfPresent<T: Decodable>(_: T.Type, forKey key: Key) throws -> T? { try reader.decodeIfPresent(T.self, forKey: key.stringValue) }
 
     // The concrete overloads synthesized conformances call: no generic conversion.
-    func decode(_: String.Type, forKey key: Key) throws -> String {
-        let name = key.stringValue
-        let field = state.field(named: name)
-        if field.tag == ValueTag.string.rawValue { return field.string(in: state.bytes) }
-        return try ValueConversion.string(from: value(field, name: name), attribute: name)
-    }
-
-    func decode(_: Bool.Type, forKey key: Key) throws -> Bool {
-        let name = key.stringValue
-        let field = state.field(named: name)
-        if field.tag == ValueTag.true.rawValue { return true }
-        if field.tag == ValueTag.false.rawValue { return false }
-        return try ValueConversion.bool(from: value(field, name: name), attribute: name)
-    }
-
-    func decode(_: Double.Type, forKey key: Key) throws -> Double {
-        let name = key.stringValue
-        let field = state.field(named: name)
-        if field.tag == ValueTag.double.rawValue { return Double(bitPattern: field.bits) }
-        return try ValueConversion.double(from: value(field, name: name), attribute: name)
-    }
-
-    func decode(_: Float.Type, forKey key: Key) throws -> Float {
-        let name = key.stringValue
-        let field = state.field(named: name)
-        if field.tag == ValueTag.double.rawValue { return Float(Double(bitPattern: field.bits)) }
-        return try ValueConversion.float(from: value(field, name: name), attribute: name)
-    }
-
-    func decode(_: Int.Type, forKey key: Key) throws -> Int { try integer(key) }
-    func decode(_: Int8.Type, forKey key: Key) throws -> Int8 { try integer(key) }
-    func decode(_: Int16.Type, forKey key: Key) throws -> Int16 { try integer(key) }
-    func decode(_: Int32.Type, forKey key: Key) throws -> Int32 { try integer(key) }
-    func decode(_: Int64.Type, forKey key: Key) throws -> Int64 { try integer(key) }
-    func decode(_: UInt.Type, forKey key: Key) throws -> UInt { try integer(key) }
-    func decode(_: UInt8.Type, forKey key: Key) throws -> UInt8 { try integer(key) }
-    func decode(_: UInt16.Type, forKey key: Key) throws -> UInt16 { try integer(key) }
-    func decode(_: UInt32.Type, forKey key: Key) throws -> UInt32 { try integer(key) }
-    func decode(_: UInt64.Type, forKey key: Key) throws -> UInt64 { try integer(key) }
-
-    func decodeIfPresent(_: String.Type, forKey key: Key) throws -> String? {
-        let name = key.stringValue
-        let field = state.field(named: name)
-        if field.tag == ValueTag.string.rawValue { return field.string(in: state.bytes) }
-        let value = value(field, name: name)
-        return value.isNull ? nil : try ValueConversion.string(from: value, attribute: name)
-    }
-
-    func decodeIfPresent(_: Bool.Type, forKey key: Key) throws -> Bool? {
-        let name = key.stringValue
-        let field = state.field(named: name)
-        if field.tag == ValueTag.true.rawValue { return true }
-        if field.tag == ValueTag.false.rawValue { return false }
-        let value = value(field, name: name)
-        return value.isNull ? nil : try ValueConversion.bool(from: value, attribute: name)
-    }
-
-    func decodeIfPresent(_: Double.Type, forKey key: Key) throws -> Double? {
-        let name = key.stringValue
-        let field = state.field(named: name)
-        if field.tag == ValueTag.double.rawValue { return Double(bitPattern: field.bits) }
-        let value = value(field, name: name)
-        return value.isNull ? nil : try ValueConversion.double(from: value, attribute: name)
-    }
-
-    func decodeIfPresent(_: Int.Type, forKey key: Key) throws -> Int? { try optionalInteger(key) }
-    func decodeIfPresent(_: Int64.Type, forKey key: Key) throws -> Int64? { try optionalInteger(key) }
-
-    /// An integer of type `I`, range-checked; a stored one in range is read straight from its
-    /// field, anything else (and its error) through the attribute's value.
-    @inline(__always)
-    private func integer<I: FixedWidthInteger>(_ key: Key) throws(RecordCodingError) -> I {
-        let name = key.stringValue
-        let field = state.field(named: name)
-        if field.tag == ValueTag.int.rawValue, let converted = I(exactly: Int64(bitPattern: field.bits)) { return converted }
-        return try ValueConversion.integer(I.self, from: value(field, name: name), attribute: name)
-    }
-
-    @inline(__always)
-    private func optionalInteger<I: FixedWidthInteger>(_ key: Key) throws(RecordCodingError) -> I? {
-        let name = key.stringValue
-        let field = state.field(named: name)
-        if field.tag == ValueTag.int.rawValue, let converted = I(exactly: Int64(bitPattern: field.bits)) { return converted }
-        let value = value(field, name: name)
-        return value.isNull ? nil : try ValueConversion.integer(I.self, from: value, attribute: name)
-    }
+    func decode(_: String.Type, forKey key: Key) throws -> String { try reader.decode(String.self, forKey: key.stringValue) }
+    func decode(_: Bool.Type, forKey key: Key) throws -> Bool { try reader.decode(Bool.self, forKey: key.stringValue) }
+    func decode(_: Double.Type, forKey key: Key) throws -> Double { try reader.decode(Double.self, forKey: key.stringValue) }
+    func decode(_: Float.Type, forKey key: Key) throws -> Float { try reader.decode(Float.self, forKey: key.stringValue) }
+    func decode(_: Int.Type, forKey key: Key) throws -> Int { try reader.decode(Int.self, forKey: key.stringValue) }
+    func decode(_: Int8.Type, forKey key: Key) throws -> Int8 { try reader.decode(Int8.self, forKey: key.stringValue) }
+    func decode(_: Int16.Type, forKey key: Key) throws -> Int16 { try reader.decode(Int16.self, forKey: key.stringValue) }
+    func decode(_: Int32.Type, forKey key: Key) throws -> Int32 { try reader.decode(Int32.self, forKey: key.stringValue) }
+    func decode(_: Int64.Type, forKey key: Key) throws -> Int64 { try reader.decode(Int64.self, forKey: key.stringValue) }
+    func decode(_: UInt.Type, forKey key: Key) throws -> UInt { try reader.decode(UInt.self, forKey: key.stringValue) }
+    func decode(_: UInt8.Type, forKey key: Key) throws -> UInt8 { try reader.decode(UInt8.self, forKey: key.stringValue) }
+    func decode(_: UInt16.Type, forKey key: Key) throws -> UInt16 { try reader.decode(UInt16.self, forKey: key.stringValue) }
+    func decode(_: UInt32.Type, forKey key: Key) throws -> UInt32 { try reader.decode(UInt32.self, forKey: key.stringValue) }
+    func decode(_: UInt64.Type, forKey key: Key) throws -> UInt64 { try reader.decode(UInt64.self, forKey: key.stringValue) }
+    func decodeIfPresent(_: String.Type, forKey key: Key) throws -> String? { try reader.decodeIfPresent(String.self, forKey: key.stringValue) }
+    func decodeIfPresent(_: Bool.Type, forKey key: Key) throws -> Bool? { try reader.decodeIfPresent(Bool.self, forKey: key.stringValue) }
+    func decodeIfPresent(_: Double.Type, forKey key: Key) throws -> Double? { try reader.decodeIfPresent(Double.self, forKey: key.stringValue) }
+    func decodeIfPresent(_: Int.Type, forKey key: Key) throws -> Int? { try reader.decodeIfPresent(Int.self, forKey: key.stringValue) }
+    func decodeIfPresent(_: Int64.Type, forKey key: Key) throws -> Int64? { try reader.decodeIfPresent(Int64.self, forKey: key.stringValue) }
 
     func nestedContainer<NestedKey: CodingKey>(keyedBy _: NestedKey.Type, forKey key: Key) throws -> KeyedDecodingContainer<NestedKey> {
         throw unsupported("attribute \(key.stringValue) asks for a nested keyed container; decode a Codable value instead")

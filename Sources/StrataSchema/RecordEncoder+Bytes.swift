@@ -16,14 +16,32 @@ extension RecordEncoder {
         try encode(record, into: RecordEncodingState(type: Record.self, layout: layout))
     }
 
+    /// A typed record's bytes (its fast path, or its `Encodable` conformance), keyed by `layout`.
+    /// - Throws: as ``encode(_:layout:)-(Encodable,_)``.
+    package func encode<Record: PersistentRecord>(_ record: Record, layout: RecordLayout) throws(RecordCodingError) -> [UInt8] {
+        try encode(record, into: RecordEncodingState(type: Record.self, layout: layout))
+    }
+
+    /// Encodes a typed record with `state` (fresh, or reset) and returns its bytes.
+    func encode<Record: PersistentRecord>(_ record: Record, into state: RecordEncodingState) throws(RecordCodingError) -> [UInt8] {
+        _ = try run(record, state)
+        return try finish(state, type: Record.self)
+    }
+
     /// Encodes `record` with `state` (fresh, or reset) and returns its bytes.
     func encode<Record: Encodable>(_ record: Record, into state: RecordEncodingState) throws(RecordCodingError) -> [UInt8] {
         // Values go straight into the record's bytes; only names without an id are kept by name.
         _ = try run(record, state)
+        return try finish(state, type: Record.self)
+    }
+
+    /// The bytes `state` holds, once every value it kept by name is null (else the first such
+    /// name is an unknown attribute).
+    private func finish(_ state: RecordEncodingState, type: Any.Type) throws(RecordCodingError) -> [UInt8] {
         if !state.values.isEmpty,
            let unknown = state.values.filter({ !$0.value.isNull }).keys.min()  // the least name: the same error every run
         {
-            throw .unknownAttribute(type: String(describing: Record.self), attribute: unknown)
+            throw .unknownAttribute(type: String(describing: type), attribute: unknown)
         }
         return state.encodedBytes()
     }
@@ -45,21 +63,31 @@ package final class RecordEncodingSession {
         self.layout = layout
     }
 
+    /// A typed record's bytes in the `RecordCodec` encoding, keyed by `layout`'s ids (its fast
+    /// path, or its `Encodable` conformance).
+    /// - Throws: as `RecordEncoder.encode(_:layout:)`.
+    package func encode<Record: PersistentRecord>(_ record: Record) throws(RecordCodingError) -> [UInt8] {
+        var state = reusableState(for: Record.self)
+        defer { if isKnownUniquelyReferenced(&state) { spare = state } }
+        return try RecordEncoder().encode(record, into: state)
+    }
+
     /// The record's bytes in the `RecordCodec` encoding, keyed by `layout`'s ids.
     /// - Throws: as `RecordEncoder.encode(_:layout:)`.
     package func encode<Record: Encodable>(_ record: Record) throws(RecordCodingError) -> [UInt8] {
-        var state: RecordEncodingState
-        if let spare {
-            self.spare = nil
-            state = spare
-            var buffer: [UInt8] = []
-            swap(&buffer, &spareBuffer)
-            state.reset(type: Record.self, buffer: buffer)
-        } else {
-            state = RecordEncodingState(type: Record.self, layout: layout)
-        }
+        var state = reusableState(for: Record.self)
         defer { if isKnownUniquelyReferenced(&state) { spare = state } }
         return try RecordEncoder().encode(record, into: state)
+    }
+
+    /// The spare state reset for a record of `type` (writing into the spare buffer), or a new one.
+    private func reusableState(for type: Any.Type) -> RecordEncodingState {
+        guard let spare else { return RecordEncodingState(type: type, layout: layout) }
+        self.spare = nil
+        var buffer: [UInt8] = []
+        swap(&buffer, &spareBuffer)
+        spare.reset(type: type, buffer: buffer)
+        return spare
     }
 
     /// Gives back the bytes of an earlier `encode`, once the caller no longer needs them, to

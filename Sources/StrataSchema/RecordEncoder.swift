@@ -23,6 +23,21 @@ public struct RecordEncoder: Sendable {
         return state.values.filter { !$0.value.isNull }
     }
 
+    /// Runs a typed record's `encode(to: RecordWriter)` into `state` (the fast path when the
+    /// type implements it, else its `Encodable` conformance) and throws the failure it recorded.
+    func run<Record: PersistentRecord>(_ record: Record, _ state: RecordEncodingState) throws(RecordCodingError) -> RecordEncodingState {
+        do {
+            var writer = RecordWriter(state: state)
+            try record.encode(to: &writer)
+        } catch let error as RecordCodingError {
+            throw error
+        } catch {
+            throw .recordCodingFailed(type: state.typeName, reason: "\(error)")
+        }
+        if let failure = state.failure { throw failure }
+        return state
+    }
+
     /// Runs the record's `encode(to:)` into `state` and throws the failure it recorded.
     func run<Record: Encodable>(_ record: Record, _ state: RecordEncodingState) throws(RecordCodingError) -> RecordEncodingState {
         do {

@@ -19,7 +19,8 @@ enum WorkloadProcess {
             }
             let context = WorkloadContext(workloadName: name, scale: options.scale, folder: folder)
             var result = try workload.run(context)
-            result.peakMemoryBytes = PeakMemory.currentProcessBytes()
+            // A workload whose timed Strata work ran in a part process reports that part's peak.
+            result.peakMemoryBytes = max(result.peakMemoryBytes, PeakMemory.currentProcessBytes())
             printLine(result.json)
             return 0
         } catch {

@@ -15,19 +15,28 @@ import Strata
 /// in a process of its own; afterwards each store is checked fully (count, sample field by
 /// field), Strata's in a process of its own since counting fetches every record.
 enum InsertWorkload {
-    static let workload = Workload(
-        name: "insert",
-        summary: "1M PersonRecords in one durable store.write transaction: public API vs. SQLite (BEGIN … COMMIT)",
-        run: run,
-        parts: [
-            "sqlite": { context in try TreeInsertWorkload.runSQLite(context, count: RecordAPIWorkloads.recordCount(context.scale)) },
-            "verify-strata": RecordAPIWorkloads.verifyStrataPart,
-        ]
-    )
+    /// `insert`: `PersonRecord`, which codes itself by hand (the fast path).
+    static let workload = make(name: "insert", type: PersonRecord.self,
+                               summary: "1M PersonRecords (hand-coded) in one durable store.write transaction: public API vs. SQLite (BEGIN … COMMIT)")
+    /// `insert-codable`: the same through `Codable` (`CodablePersonRecord`).
+    static let codable = make(name: "insert-codable", type: CodablePersonRecord.self,
+                              summary: "insert with CodablePersonRecord (synthesized Codable, no hand-coded path) vs. SQLite")
 
-    static func run(_ context: WorkloadContext) throws -> WorkloadResult {
+    static func make<Record: BenchmarkPerson>(name: String, type: Record.Type, summary: String) -> Workload {
+        Workload(
+            name: name,
+            summary: summary,
+            run: { context in try run(context, name: name, type: type) },
+            parts: [
+                "sqlite": { context in try TreeInsertWorkload.runSQLite(context, count: RecordAPIWorkloads.recordCount(context.scale)) },
+                "verify-strata": RecordAPIWorkloads.verifyStrataPart,
+            ]
+        )
+    }
+
+    static func run<Record: BenchmarkPerson>(_ context: WorkloadContext, name: String, type: Record.Type) throws -> WorkloadResult {
         let count = RecordAPIWorkloads.recordCount(context.scale)
-        let generationSeconds = generateAll(count: count)
+        let generationSeconds = generateAll(count: count, as: type)
 
         context.progress("SQLite: inserting \(count) persons in one transaction (in a process of its own)")
         let sqlite = try context.runPartProcess("sqlite")
@@ -37,7 +46,7 @@ enum InsertWorkload {
         context.progress("Strata: inserting \(count) PersonRecords in one durable store.write transaction")
         let path = TreeWorkloads.strataPath(context)
         sync()
-        let strataPhases = try timeStrataInsert(at: path, count: count)
+        let strataPhases = try timeStrataInsert(at: path, count: count, as: type)
         let strataBytes = FolderSize.bytes(at: path)
 
         context.progress("checking both stores (Strata's in a process of its own)")
@@ -47,7 +56,7 @@ enum InsertWorkload {
 
         let sqlitePeak = try sqlite.peakMemoryBytes
         return WorkloadResult(
-            workload: workload.name,
+            workload: name,
             records: count,
             strataSeconds: strataPhases.total,
             baseline: .sqlite(seconds: sqlitePhases.total),
@@ -67,14 +76,14 @@ enum InsertWorkload {
 
     /// Creates a store at `path`, inserts persons 1...count in one `store.write` (durable) and
     /// closes it, timing each phase: open, the insert loop, the commit, close.
-    private static func timeStrataInsert(at path: String, count: Int) throws -> InsertPhases {
+    private static func timeStrataInsert<Record: BenchmarkPerson>(at path: String, count: Int, as type: Record.Type) throws -> InsertPhases {
         var phases = InsertPhases()
         let stopwatch = Stopwatch()
         let store = try PersonRecordStore.open(at: path, durability: .durable)
         phases.open = stopwatch.elapsedSeconds
         var loopEnd = 0.0
         try store.write { transaction in
-            try transaction.insertPersons(count: count)
+            try transaction.insertPersons(count: count, as: type)
             loopEnd = stopwatch.elapsedSeconds
         }
         phases.insert = loopEnd - phases.open
@@ -87,13 +96,13 @@ enum InsertWorkload {
 
     /// Seconds to generate persons 1...count and make each a `PersonRecord` (no store): the
     /// part of Strata's insert loop that is not Strata. (SQLite's loop only generates.)
-    private static func generateAll(count: Int) -> Double {
+    private static func generateAll<Record: BenchmarkPerson>(count: Int, as type: Record.Type) -> Double {
         let (bytes, seconds) = Stopwatch.time {
             var person = Person()
             var bytes = 0
             for id in 1...UInt64(count) {
                 person.generate(id: id)
-                let record = PersonRecord(person)
+                let record = Record(person)
                 bytes &+= record.fullName.utf8.count &+ record.note.utf8.count
             }
             return bytes
