@@ -26,22 +26,23 @@ public struct RecordEncoder: Sendable {
     /// Runs a typed record's `encode(to: RecordWriter)` into `state` (the fast path when the
     /// type implements it, else its `Encodable` conformance) and throws the failure it recorded.
     func run<Record: PersistentRecord>(_ record: Record, _ state: RecordEncodingState) throws(RecordCodingError) -> RecordEncodingState {
-        do {
+        try perform(state) {
             var writer = RecordWriter(state: state)
             try record.encode(to: &writer)
-        } catch let error as RecordCodingError {
-            throw error
-        } catch {
-            throw .recordCodingFailed(type: state.typeName, reason: "\(error)")
         }
-        if let failure = state.failure { throw failure }
-        return state
     }
 
     /// Runs the record's `encode(to:)` into `state` and throws the failure it recorded.
     func run<Record: Encodable>(_ record: Record, _ state: RecordEncodingState) throws(RecordCodingError) -> RecordEncodingState {
+        try perform(state) { try record.encode(to: RecordEncoding(state: state)) }
+    }
+
+    /// Runs `encode`, turning what it throws into a `RecordCodingError`, then throws the
+    /// failure `state` recorded, if any.
+    @inline(__always)
+    private func perform(_ state: RecordEncodingState, _ encode: () throws -> Void) throws(RecordCodingError) -> RecordEncodingState {
         do {
-            try record.encode(to: RecordEncoding(state: state))
+            try encode()
         } catch let error as RecordCodingError {
             throw error
         } catch {
