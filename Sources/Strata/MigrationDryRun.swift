@@ -150,7 +150,8 @@ extension Store {
         }
         guard !sample.isEmpty else { return .zero }
         // A writer without a transaction: inserts of other entities are encoded, not written.
-        let environment = TransformEnvironment(old: old, oldLayout: old.layout(of: source), new: new, newLayout: new.layout(of: targetID),
+        let environment = TransformEnvironment(old: old, oldLayout: old.layout(of: source), new: new,
+                                               session: RecordEncodingSession(layout: new.layout(of: targetID)),
                                                writer: MigrationWriter(binding: new, transaction: nil, insertable: []))
         let clock = ContinuousClock()
         let elapsed = clock.measure {

@@ -46,7 +46,7 @@ public struct RecordTransform {
                 throw StrataError.recordCoding(reason: "reading \(Old.entityName) as \(Old.self) of the old version: \(error)")
             }
             guard let result = try transform(record, environment.writer) else { return nil }
-            do { return try environment.new.encode(result, layout: environment.newLayout) } catch {
+            do { return try environment.new.encode(result, with: environment.session) } catch {
                 throw StrataError.recordCoding(reason: "writing \(New.self) of the new version: \(error)")
             }
         }
@@ -58,7 +58,8 @@ struct TransformEnvironment {
     let old: SchemaBinding
     let oldLayout: RecordLayout
     let new: SchemaBinding
-    let newLayout: RecordLayout
+    /// Encodes the new records with the target entity's layout, reusing its state and buffer.
+    let session: RecordEncodingSession
     let writer: MigrationWriter
 }
 

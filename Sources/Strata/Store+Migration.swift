@@ -317,23 +317,20 @@ struct MigrationRunner {
         if !transforms.isEmpty { meter.report() }
         for (transform, target) in zip(transforms, targets) {
             let source = try oldBinding.entityID(of: transform.sourceEntity)
+            let session = RecordEncodingSession(layout: newBinding.layout(of: target))
             let environment = { (transaction: RecordTransaction) in
-                TransformEnvironment(old: oldBinding, oldLayout: oldBinding.layout(of: source), new: newBinding,
-                                     newLayout: newBinding.layout(of: target),
+                TransformEnvironment(old: oldBinding, oldLayout: oldBinding.layout(of: source), new: newBinding, session: session,
                                      writer: MigrationWriter(binding: newBinding, transaction: transaction, insertable: insertable))
             }
             while true {
+                // One batch: the old records after the cursor, read from the snapshot (the old
+                // trees never change during a stage) inside the write transaction that puts
+                // their new versions in the shadow tree, committed with the new cursor.
                 let snapshot = try translatingErrors { try records.snapshot() }
                 let shadow = snapshot.root.migration?.shadows[target]
                 if shadow?.isDone == true { break }
-                var batch: [(id: UInt64, bytes: [UInt8])] = []
-                try translatingErrors {
-                    try snapshot.reader(for: source).scan(from: (shadow?.cursor ?? 0) + 1, mapped: false) { id, bytes in
-                        batch.append((id, Array(bytes)))
-                        return batch.count < batchSize
-                    }
-                }
                 let sourceNext = snapshot.root.entities[source]?.nextRowID ?? 1
+                var count = 0, bytesRead: UInt64 = 0
                 try translatingErrors {
                     try records.write { transaction in
                         let tree = transaction.shadowTree(for: target, schemaVersion: newBinding.versionID)
@@ -341,10 +338,14 @@ struct MigrationRunner {
                             if let next = marker.shadows[target]?.nextRowID, next < sourceNext { marker.shadows[target]?.nextRowID = sourceNext }
                         }
                         let environment = environment(transaction)
-                        for (id, bytes) in batch {
+                        var last: UInt64 = 0
+                        try snapshot.reader(for: source).scan(from: (shadow?.cursor ?? 0) + 1, mapped: false) { id, bytes in
+                            count += 1
+                            bytesRead += UInt64(bytes.count)
+                            last = id
                             let result: [UInt8]?
                             do {
-                                result = try bytes.withUnsafeBytes { try transform.apply($0, environment) }
+                                result = try transform.apply(bytes, environment)
                             } catch {
                                 guard rejected == .quarantine else {
                                     throw StepFailure(category: .transform, recordID: "\(transform.sourceEntity)#\(id)", underlying: error)
@@ -352,19 +353,23 @@ struct MigrationRunner {
                                 // Kept as it was, with why; the new version goes on without it.
                                 _ = try transaction.quarantine(QuarantinedRecord.encode(
                                     entity: transform.sourceEntity, id: id, catalogVersion: oldBinding.versionID, stage: stageName,
-                                    reason: "\(error)", bytes: bytes))
-                                continue
+                                    reason: "\(error)", bytes: Array(bytes)))
+                                return count < batchSize
                             }
-                            if let result { try tree.insert(id, bytes: result) }
+                            if let result {
+                                try tree.insert(id, bytes: result)
+                                environment.session.recycle(result)
+                            }
+                            return count < batchSize
                         }
                         transaction.updateMigration { marker in
-                            if let last = batch.last { marker.shadows[target]?.cursor = last.id }
-                            if batch.count < batchSize { marker.shadows[target]?.isDone = true }
+                            if count > 0 { marker.shadows[target]?.cursor = last }
+                            if count < batchSize { marker.shadows[target]?.isDone = true }
                         }
                     }
                 }
-                meter.recordsDone += UInt64(batch.count)
-                meter.bytesDone += batch.reduce(0) { $0 + UInt64($1.bytes.count) }
+                meter.recordsDone += UInt64(count)
+                meter.bytesDone += bytesRead
                 meter.report()
             }
         }

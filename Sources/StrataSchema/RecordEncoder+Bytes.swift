@@ -58,6 +58,8 @@ package final class RecordEncodingSession {
     package let layout: RecordLayout
     private var spare: RecordEncodingState?
     private var spareBuffer: [UInt8] = []
+    /// Whether the last record came out of attribute-id order (records of one type do alike).
+    private var lastWasDisordered = false
 
     package init(layout: RecordLayout) {
         self.layout = layout
@@ -68,7 +70,10 @@ package final class RecordEncodingSession {
     /// - Throws: as `RecordEncoder.encode(_:layout:)`.
     package func encode<Record: PersistentRecord>(_ record: Record) throws(RecordCodingError) -> [UInt8] {
         var state = reusableState(for: Record.self)
-        defer { if isKnownUniquelyReferenced(&state) { spare = state } }
+        defer {
+            lastWasDisordered = state.isDisordered
+            if isKnownUniquelyReferenced(&state) { spare = state }
+        }
         return try RecordEncoder().encode(record, into: state)
     }
 
@@ -76,7 +81,10 @@ package final class RecordEncodingSession {
     /// - Throws: as `RecordEncoder.encode(_:layout:)`.
     package func encode<Record: Encodable>(_ record: Record) throws(RecordCodingError) -> [UInt8] {
         var state = reusableState(for: Record.self)
-        defer { if isKnownUniquelyReferenced(&state) { spare = state } }
+        defer {
+            lastWasDisordered = state.isDisordered
+            if isKnownUniquelyReferenced(&state) { spare = state }
+        }
         return try RecordEncoder().encode(record, into: state)
     }
 
@@ -86,7 +94,7 @@ package final class RecordEncodingSession {
         self.spare = nil
         var buffer: [UInt8] = []
         swap(&buffer, &spareBuffer)
-        spare.reset(type: type, buffer: buffer)
+        spare.reset(type: type, buffer: buffer, expectingDisorder: lastWasDisordered)
         return spare
     }
 

@@ -35,6 +35,8 @@ final class RecordEncodingState {
     @exclusivity(unchecked) private var spans: [WrittenField] = []
     /// Whether a value came out of ascending position order (or twice).
     @exclusivity(unchecked) private var disordered = false
+    /// A buffer for the reordered bytes of the next out-of-order record.
+    @exclusivity(unchecked) private var spareResult: [UInt8] = []
 
     /// One value in `writer`: its layout position and its bytes (id and value; empty for a null).
     private struct WrittenField {
@@ -57,9 +59,15 @@ final class RecordEncodingState {
         }
     }
 
+    /// Whether values came out of order (the session expects the next record of the type to
+    /// do the same).
+    var isDisordered: Bool { disordered }
+
     /// Makes a state that encoded a record (with a layout) ready for the next one, writing
-    /// into `buffer` (emptied, its capacity kept) — `RecordEncodingSession`'s reuse.
-    func reset(type: Any.Type, buffer: consuming [UInt8]) {
+    /// into `buffer` (emptied, its capacity kept) — `RecordEncodingSession`'s reuse. With
+    /// `expectingDisorder` (the previous record of the type came out of order), where each
+    /// value goes is noted from the first one, instead of read back at the first out of order.
+    func reset(type: Any.Type, buffer: consuming [UInt8], expectingDisorder: Bool = false) {
         self.type = type
         values.removeAll(keepingCapacity: true)
         writer.reset(buffer)
@@ -69,7 +77,7 @@ final class RecordEncodingState {
         holdsReferences = false
         lastPosition = -1
         spans.removeAll(keepingCapacity: true)
-        disordered = false
+        disordered = expectingDisorder
         failure = nil
     }
 
@@ -132,23 +140,34 @@ final class RecordEncodingState {
     /// The record's bytes in the `RecordCodec` encoding (encoding with a layout); call once.
     func encodedBytes() -> [UInt8] {
         guard disordered else { return finishedBytes(writer.takeBytes()) }
-        // Ascending position (= id) order; of one position, the last value given wins.
-        let ordered = spans.indices.sorted { (spans[$0].position, $0) < (spans[$1].position, $1) }
+        // Ascending position (= id) order, stable (a few fields: insertion sort in place); of
+        // one position, the last value given wins.
+        for index in spans.indices.dropFirst() {
+            let span = spans[index]
+            var hole = index
+            while hole > 0 && spans[hole - 1].position > span.position {
+                spans[hole] = spans[hole - 1]
+                hole -= 1
+            }
+            spans[hole] = span
+        }
         let bytes = writer.takeBytes()
         var result = RecordFieldWriter()
+        result.reset(spareResult)
         result.reserve(bytes.count)
         result.append(RecordCodec.baseFormat)
         result.append(UInt8(0))
         writtenCount = 0
         holdsReferences = false
-        for (offset, index) in ordered.enumerated() {
+        for index in spans.indices {
             let span = spans[index]
-            if offset + 1 < ordered.count && spans[ordered[offset + 1]].position == span.position { continue }  // replaced later
+            if index + 1 < spans.count && spans[index + 1].position == span.position { continue }  // replaced later
             guard span.end > span.start else { continue }  // null
             result.append(contentsOf: bytes[span.start..<span.end])
             writtenCount += 1
             if span.isReferences { holdsReferences = true }
         }
+        spareResult = bytes  // the next disordered record's result buffer
         return finishedBytes(result.takeBytes())
     }
 
