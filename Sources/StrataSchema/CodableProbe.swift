@@ -54,16 +54,7 @@ package struct CodableProbe: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
-    /// Why a plain stored value of type `stored` never decodes as `typeName` (nil when it may).
-    package func refusal(fromPlain stored: AttributeType, typeName: String) -> String? {
-        if mayDecode(fromPlain: stored) { return nil }
-        switch form {
-        case .unknown: return nil
-        case .structured(let container): return "\(typeName) decodes from \(container), not from a single \(stored) value"
-        case .singleValue(let read): return "\(typeName) decodes from a single \(read) value, not \(stored)"
-        }
-    }
-
+    /// `unknown`, `single int value`, `a keyed container`, …
     package var description: String {
         switch form {
         case .unknown: "unknown"
