@@ -162,7 +162,7 @@ public final class Store: Sendable {
             if latest.schemaVersion > schema.version { throw StrataError.storeIsNewer(stored: latest.schemaVersion, current: schema.version) }
             throw StrataError.migrationRequired(stored: latest.schemaVersion, required: schema.version)
         }
-        if version.id != latest.id, latest.differences(from: version).contains(where: { !$0.isLightweight }) {
+        if version.id != latest.id, latest.differences(from: version).contains(where: { !$0.isReadableByOlderVersion }) {
             throw StrataError.storeIsNewer(stored: latest.schemaVersion, current: schema.version)
         }
         return SchemaBinding(catalog: catalog, versionID: version.id, version: version)

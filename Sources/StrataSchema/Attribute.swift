@@ -38,6 +38,11 @@ public struct Attribute: Sendable, Hashable {
     /// The attribute's name in the previous schema version, when it was renamed; the renamed
     /// attribute keeps its stored values. Migration metadata: not part of the schema checksum.
     public var originalName: String?
+    /// How the attribute's codable Swift type decodes, when entity discovery derived it from
+    /// a record type (``CodableProbe/unknown`` otherwise): whether the values of a plain
+    /// attribute that became codable can be read as it. Migration metadata: not part of the
+    /// shape, equality or checksum.
+    package var codableProbe: CodableProbe = .unknown
 
     /// Creates an attribute. The static constructors (`.string(_:)`, `.int(_:)`, …) are more
     /// convenient and type-check the default.

@@ -14,6 +14,8 @@ enum EntityDiscovery {
         var isOptional: Bool
         /// For a `RecordID` property (to-one) or an array of them (to-many): the destination.
         var destination: DiscoveredDestination? = nil
+        /// For a codable attribute: how its type decodes (compares equal whatever it holds).
+        var probe: CodableProbe = .unknown
     }
 
     /// The destination of a relationship property: the record type its identifiers refer to.
@@ -81,7 +83,10 @@ final class DiscoveryState {
         if let index = attributes.firstIndex(where: { $0.name == name }) {
             attributes[index].isOptional = attributes[index].isOptional || optional || isOptional
         } else {
-            attributes.append(.init(name: name, type: attributeType, isOptional: optional || isOptional, destination: destination))
+            var probe = CodableProbe.unknown
+            if case .codable = attributeType, destination == nil { probe = CodableProbe.probe(type) }
+            attributes.append(.init(name: name, type: attributeType, isOptional: optional || isOptional, destination: destination,
+                                    probe: probe))
         }
     }
 

@@ -28,9 +28,11 @@ extension PersistentRecord {
             discovered = try ownProperties(discovered, inheritingFrom: parent)
         }
         let attributes = discovered.filter { $0.destination == nil }.map { attribute in
-            Attribute(name: attribute.name, type: attribute.type, isOptional: attribute.isOptional,
-                      defaultValue: attributeDefaults[attribute.name] ?? .null, options: attributeOptions[attribute.name] ?? [],
-                      originalName: originalAttributeNames[attribute.name])
+            var result = Attribute(name: attribute.name, type: attribute.type, isOptional: attribute.isOptional,
+                                   defaultValue: attributeDefaults[attribute.name] ?? .null, options: attributeOptions[attribute.name] ?? [],
+                                   originalName: originalAttributeNames[attribute.name])
+            result.codableProbe = attribute.probe
+            return result
         }
         let relationships = discovered.compactMap { property -> Relationship? in
             guard let destination = property.destination else { return nil }

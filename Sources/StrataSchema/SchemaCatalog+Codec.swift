@@ -5,8 +5,12 @@ import StrataFormat
 extension SchemaCatalog {
     /// `STRATSCH`, the first 8 bytes of an encoded catalog.
     package static let magic: [UInt8] = Array("STRATSCH".utf8)
-    /// The catalog layout version this library writes and the newest it reads.
-    package static let formatVersion: UInt16 = 1
+    /// The newest catalog layout version this library reads. It writes 1, or 2 when a
+    /// property id changes identity in one of the two ways version 1 forbids (a plain
+    /// attribute made codable, an attribute or relationship taken over by a newly adopted
+    /// ancestor; ``formatVersionNeeded``), so a reader predating them reports a newer format
+    /// rather than corruption, and every other catalog keeps its bytes.
+    package static let formatVersion: UInt16 = 2
     /// Length of the fixed header before the first version.
     package static let headerLength = 28
 
@@ -21,7 +25,7 @@ extension SchemaCatalog {
     package func encoded() -> [UInt8] {
         var writer = ByteWriter(capacity: 256)
         writer.append(bytes: Self.magic)
-        writer.append(Self.formatVersion)
+        writer.append(formatVersionNeeded)
         writer.append(UInt16(0))  // flags
         writer.append(nextVersionID)
         writer.append(nextEntityID)
@@ -106,7 +110,7 @@ extension SchemaCatalog {
         guard reader.remaining == 0 else { throw FormatError("\(reader.remaining) bytes after the last catalog version", at: reader.position) }
         let catalog = SchemaCatalog(versions: versions, nextVersionID: nextVersionID, nextEntityID: nextEntityID,
                                     nextPropertyID: nextPropertyID)
-        try catalog.checkInvariants(versionOffsets: offsets)
+        try catalog.checkInvariants(versionOffsets: offsets, formatVersion: version)
         return catalog
     }
 

@@ -4,11 +4,31 @@ extension SchemaCatalog {
     /// Checks the invariants listed on ``SchemaCatalog``; tests call it after every change.
     /// - Throws: `FormatError` naming the version and what is wrong.
     package func checkInvariants() throws(FormatError) {
-        try checkInvariants(versionOffsets: nil)
+        try checkInvariants(versionOffsets: nil, formatVersion: nil)
+    }
+
+    /// The catalog format version these versions need: 2 when a property id changes identity
+    /// in a way format 1 forbids (see ``checkInvariants(versionOffsets:formatVersion:)``), else 1.
+    package var formatVersionNeeded: UInt16 {
+        var identities: [UInt32: PropertyIdentity] = [:]
+        for version in versions {
+            for (id, identity) in Self.propertyIdentities(of: version) {
+                if let earlier = identities[id], earlier != identity { return 2 }
+                identities[id] = identity
+            }
+        }
+        return 1
     }
 
     /// `versionOffsets` (from the decoder) place each error at the start of its version.
-    package func checkInvariants(versionOffsets: [Int]?) throws(FormatError) {
+    /// `formatVersion` is the catalog's (nil: either). Format 1 keeps every property id's
+    /// identity; format 2 — required exactly when one of them happens — also lets an id change
+    /// in two ways: an attribute's type tag from a plain one (1 … 7) to codable (8), and its
+    /// entity (attribute or relationship) to an ancestor of the previous one that is new in
+    /// that version and still has the previous entity below it (a parent adopted).
+    package func checkInvariants(versionOffsets: [Int]?, formatVersion: UInt16?) throws(FormatError) {
+        var changedIdentity = false
+        var seenEntityIDs: Set<UInt32> = []
         var identities: [UInt32: PropertyIdentity] = [:]
         var previousVersionID: UInt32 = 0
         var entityHistory = IDHistory(kind: "entity")
@@ -32,10 +52,14 @@ extension SchemaCatalog {
             }
             for (id, identity) in Self.propertyIdentities(of: version) {
                 if let earlier = identities[id], earlier != identity {
-                    throw fail("property id \(id) changed entity, kind or storage type since an earlier version")
+                    guard formatVersion != 1,
+                          Self.isAllowedChange(from: earlier, to: identity, in: version, newEntity: !seenEntityIDs.contains(identity.entityID))
+                    else { throw fail("property id \(id) changed entity, kind or storage type since an earlier version") }
+                    changedIdentity = true
                 }
                 identities[id] = identity
             }
+            seenEntityIDs.formUnion(entityIDs)
             // Invariant 3.
             if let problem = Self.referenceProblem(in: version, entityIDs: entityIDs) { throw fail(problem) }
             // Invariant 5.
@@ -45,6 +69,28 @@ extension SchemaCatalog {
                 throw fail("the recorded schema's checksum is \(shape.checksum), not the stored \(version.checksum)")
             }
         }
+        // Format 2 exactly when needed: one byte string per catalog.
+        if formatVersion == 2 && !changedIdentity {
+            throw FormatError("catalog format version 2 without a property id that changes identity (write 1)", at: 8)
+        }
+    }
+
+    /// Whether a property id may change identity from `earlier` to `now` in `version` (format 2):
+    /// an attribute stays an attribute and a relationship a relationship; a type tag stays or
+    /// goes from plain to codable; the entity stays or becomes an ancestor, new in `version`
+    /// (`newEntity`), of the earlier entity.
+    private static func isAllowedChange(from earlier: PropertyIdentity, to now: PropertyIdentity, in version: CatalogVersion,
+                                        newEntity: Bool) -> Bool
+    {
+        switch (earlier.attributeTypeTag, now.attributeTypeTag) {
+        case (nil, nil): break
+        case (let before?, let after?) where before == after || (before != 8 && after == 8): break
+        default: return false
+        }
+        if earlier.entityID == now.entityID { return true }
+        guard newEntity else { return false }
+        let chain = version.ancestry(ofEntity: earlier.entityID)
+        return chain.last?.id == earlier.entityID && chain.dropLast().contains { $0.id == now.entityID }
     }
 
     /// Invariant 2: ids in range, increasing, property ids unique across the version.

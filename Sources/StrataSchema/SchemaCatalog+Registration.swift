@@ -7,8 +7,16 @@ extension SchemaCatalog {
     ///   the newest version;
     /// - an attribute keeps its id when its name, or else its `originalName`, names an
     ///   attribute of that matched entity *with the same storage type* (bool, int, …; a
-    ///   codable attribute keeps its id when only its type name changes). A changed type gets a
-    ///   new id: old values stay readable through the old version, never misread as the new type;
+    ///   codable attribute keeps its id when only its type name changes), or when a plain
+    ///   attribute became codable and its type may decode from the stored plain value
+    ///   (``CodableProbe/mayDecode(fromPlain:)``: old values are then read as the codable type's
+    ///   single-value encoding). Any other changed type gets a new id: old values stay
+    ///   readable through the old version, never misread as the new type;
+    /// - an attribute (or relationship) of an entity new in this version takes over the id of
+    ///   the same-named one of an existing entity that now inherits from it (*adopting* a new
+    ///   parent), when every such adopting entity that had it holds it under one id and it
+    ///   would keep its id there (same storage type, same destination); otherwise it gets a new
+    ///   id (``CatalogVersion/differences(from:)`` then reports why adopting is not lightweight);
     /// - a relationship keeps its id the same way, when its destination is the same entity id;
     /// - everything else gets the next id of its space, in declaration order. Ids are never reused.
     ///
@@ -39,7 +47,9 @@ extension SchemaCatalog {
         }
         var entities: [CatalogEntity] = []
         for entity in schema.entities {
-            entities.append(try Self.catalogEntity(entity, continuing: matched[entity.name], entityIDs: entityIDs, allocation: &allocation))
+            let adopters = matched[entity.name] == nil ? Self.adopters(of: entity.name, in: schema, matched: matched) : []
+            entities.append(try Self.catalogEntity(entity, continuing: matched[entity.name], adoptedBy: adopters,
+                                                   entityIDs: entityIDs, allocation: &allocation))
         }
         Self.resolveInverses(in: &entities, of: schema)
 
@@ -52,29 +62,69 @@ extension SchemaCatalog {
     }
 
     /// The catalog form of `entity`, its properties matched against `old` (the entity of the
-    /// previous version it continues, if any). Inverse ids are filled in later.
-    private static func catalogEntity(_ entity: Entity, continuing old: CatalogEntity?, entityIDs: [String: UInt32],
-                                      allocation: inout Allocation) throws(CatalogError) -> CatalogEntity
+    /// previous version it continues, if any) or, for an entity new in this version, against
+    /// `adopters` (the previous versions of the existing entities that now inherit from it).
+    /// Inverse ids are filled in later.
+    private static func catalogEntity(_ entity: Entity, continuing old: CatalogEntity?, adoptedBy adopters: [CatalogEntity],
+                                      entityIDs: [String: UInt32], allocation: inout Allocation) throws(CatalogError) -> CatalogEntity
     {
         var attributes: [CatalogAttribute] = []
         for attribute in entity.attributes {
-            let previous = match(attribute.name, attribute.originalName, in: old?.attributes ?? [], name: \.name)
-                .flatMap { $0.type.storageTag == attribute.type.storageTag ? $0 : nil }
-            attributes.append(CatalogAttribute(id: try allocation.propertyID(keeping: previous?.id), attribute: attribute))
+            let previous: UInt32?
+            if let old {
+                previous = match(attribute.name, attribute.originalName, in: old.attributes, name: \.name)
+                    .flatMap { keepsID($0, as: attribute) ? $0.id : nil }
+            } else {
+                previous = agreed(adopters.map { adopter in
+                    match(attribute.name, attribute.originalName, in: adopter.attributes, name: \.name)
+                        .flatMap { keepsID($0, as: attribute) ? $0.id : nil }
+                })
+            }
+            attributes.append(CatalogAttribute(id: try allocation.propertyID(keeping: previous), attribute: attribute))
         }
         var relationships: [CatalogRelationship] = []
         for relationship in entity.relationships {
             let destinationID = entityIDs[relationship.destination] ?? 0  // validated: always present
-            let previous = match(relationship.name, relationship.originalName, in: old?.relationships ?? [], name: \.name)
-                .flatMap { $0.destinationID == destinationID ? $0 : nil }
+            func previous(in candidates: [CatalogRelationship]) -> CatalogRelationship? {
+                match(relationship.name, relationship.originalName, in: candidates, name: \.name)
+                    .flatMap { $0.destinationID == destinationID ? $0 : nil }
+            }
+            let previousID = old.map { previous(in: $0.relationships)?.id } ?? agreed(adopters.map { previous(in: $0.relationships)?.id })
             relationships.append(CatalogRelationship(
-                id: try allocation.propertyID(keeping: previous?.id), name: relationship.name, destinationID: destinationID,
+                id: try allocation.propertyID(keeping: previousID), name: relationship.name, destinationID: destinationID,
                 inverseID: nil, cardinality: relationship.cardinality, deleteRule: relationship.deleteRule,
                 isOptional: relationship.isOptional))
         }
         return CatalogEntity(id: entityIDs[entity.name] ?? 0, name: entity.name, parentID: entity.parent.flatMap { entityIDs[$0] },
                              isAbstract: entity.isAbstract, attributes: attributes.sorted { $0.id < $1.id },
                              relationships: relationships.sorted { $0.id < $1.id })
+    }
+
+    /// Whether `attribute` keeps the id of `old`, the attribute of the previous version it
+    /// continues: the same storage type, or a plain type that became codable when the codable
+    /// type may decode from the stored plain value.
+    static func keepsID(_ old: CatalogAttribute, as attribute: Attribute) -> Bool {
+        if old.type.storageTag == attribute.type.storageTag { return true }
+        guard case .codable = attribute.type else { return false }
+        return attribute.codableProbe.mayDecode(fromPlain: old.type)
+    }
+
+    /// The one id every adopter that has a candidate agrees on; nil when none has one or two
+    /// disagree (then no adopter's values could be read under a single inherited attribute).
+    private static func agreed(_ candidates: [UInt32?]) -> UInt32? {
+        let ids = Set(candidates.compactMap { $0 })
+        return ids.count == 1 ? ids.first : nil
+    }
+
+    /// The previous versions of the entities that inherit, directly or not, from the entity
+    /// `name` (new in this version) in `schema` and existed before (`matched`), in
+    /// declaration order.
+    private static func adopters(of name: String, in schema: Schema, matched: [String: CatalogEntity]) -> [CatalogEntity] {
+        schema.entities.compactMap { entity -> CatalogEntity? in
+            guard entity.name != name, let old = matched[entity.name],
+                  let ancestry = try? schema.ancestry(of: entity.name), ancestry.contains(where: { $0.name == name }) else { return nil }
+            return old
+        }
     }
 
     /// Fills in inverse ids. `entities` are in `schema`'s declaration order; an inverse may be

@@ -67,7 +67,9 @@ enum ValueConversion {
     /// - Throws: ``RecordCodingError/missingValue(attribute:type:)`` for `.null` and a
     ///   non-optional `T`; ``RecordCodingError/typeMismatch(attribute:expected:found:)`` when
     ///   the stored kind is not `T`'s; ``RecordCodingError/integerOutOfRange(attribute:value:type:)``;
-    ///   ``RecordCodingError/invalidCodableValue(attribute:type:reason:)`` when JSON decoding fails.
+    ///   ``RecordCodingError/invalidCodableValue(attribute:type:reason:)`` when JSON decoding fails,
+    ///   also when a plain stored value (an attribute made codable; see
+    ///   ``CodableAttributeCoding/json(ofPlain:attribute:)``) is not a single-value encoding of `T`.
     static func decode<T: Decodable>(_ type: T.Type, from value: Value, attribute: String) throws(RecordCodingError) -> T {
         // The common scalars by metatype identity first (see `value(of:attribute:)`).
         if T.self == String.self { return unsafeBitCast(try string(from: value, attribute: attribute), to: T.self) }
@@ -99,6 +101,10 @@ enum ValueConversion {
         }
         if let scalar = try scalar(T.self, from: value, attribute: attribute) { return scalar }
         guard case .codable(let bytes) = value else {
+            // A plain value stored before the attribute became codable: its single-value encoding.
+            if let json = try CodableAttributeCoding.json(ofPlain: value, attribute: attribute) {
+                return try CodableAttributeCoding.decode(T.self, fromPlain: value, json: json, attribute: attribute)
+            }
             throw .typeMismatch(attribute: attribute, expected: String(describing: T.self), found: value)
         }
         return try CodableAttributeCoding.decode(T.self, from: bytes, attribute: attribute)

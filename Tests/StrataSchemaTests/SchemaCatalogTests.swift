@@ -169,8 +169,11 @@ import StrataTestSupport
         }
         #expect(decodeError { $0[0] = UInt8(ascii: "X") }?.reason == "not a schema catalog (wrong magic)")
         #expect(decodeError { $0[8] = 0 }?.offset == 8)
-        let newer = decodeError { $0[8] = 2 }
-        #expect(newer?.unsupportedVersion == 2 && newer?.offset == 8)
+        let newer = decodeError { $0[8] = 3 }
+        #expect(newer?.unsupportedVersion == 3 && newer?.offset == 8)
+        // Format 2 only for a catalog that needs it (an id changing identity): not this one.
+        let needless = decodeError { $0[8] = 2 }
+        #expect(needless?.unsupportedVersion == nil && needless?.offset == 8)
         #expect(decodeError { $0[10] = 1 }?.offset == 10)
         #expect(decodeError { $0.append(0) }?.reason == "1 bytes after the last catalog version")
         #expect(decodeError { $0[24] = 0xFF }?.offset == 24)  // version count beyond the bytes

@@ -84,10 +84,13 @@ import StrataSchema
         let widened = try differences(schema(1, pets: .toOne, petParent: nil), schema(2, pets: .toMany, petParent: nil))
         #expect(widened.map(\.description) == ["Person.pets relationship changed (cardinality, delete rule, destination or inverse)"])
         #expect(widened.allSatisfy { $0.isLightweight })
-        // To-many → to-one, and a new parent, need a migration.
+        // To-many → to-one, and an existing entity as the new parent, need a migration (the
+        // parent's records and Pet's were numbered separately; Pet's records lack the
+        // inherited, required name).
         let narrowed = try differences(schema(1, pets: .toMany, petParent: nil), schema(2, pets: .toOne, petParent: "Person"))
         #expect(Set(narrowed.filter { !$0.isLightweight }.map(\.description))
-            == ["Person.pets relationship changed from to-many to to-one", "entity Pet: parent none became Person"])
+            == ["Person.pets relationship changed from to-many to to-one", "Pet.name added (required, no default)",
+                "entity Pet: parent none became Person (its new ancestor Person already existed: records of both would share one id space and may collide)"])
     }
 
     @Test func identicalShapesHaveNoDifferences() throws {

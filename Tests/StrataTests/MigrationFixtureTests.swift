@@ -343,8 +343,8 @@ enum FixtureV2Relationships: VersionedSchema {
     }
 }
 
-/// Listed as lightweight by issue 4, refused by the store today: Note adopts a new parent
-/// entity Entry (which holds `text`).
+/// Lightweight: Note adopts a new parent entity Entry, which declares `text` (Entry.text
+/// takes over the id of V1's Note.text, so every stored text reads through the parent).
 enum FixtureV2Inheritance: VersionedSchema {
     static let versionIdentifier = Schema.Version(2, 0, 0)
     static var models: [any PersistentRecord.Type] { [Person.self, Entry.self, Note.self, FixtureV1.Legacy.self, Tag.self] }
@@ -376,9 +376,46 @@ enum FixtureV2Inheritance: VersionedSchema {
     }
 }
 
-/// Listed as lightweight by issue 4, refused by the store today: Legacy.code (an Int) becomes
-/// a Codable struct.
+/// Lightweight: Legacy.code (an Int) becomes `Code`, a wrapper that encodes as one single
+/// Int, and Tag.label (a String) becomes `Label`, a wrapper of one single String: the stored
+/// plain values are their single-value encodings.
 enum FixtureV2Codable: VersionedSchema {
+    static let versionIdentifier = Schema.Version(2, 0, 0)
+    static var models: [any PersistentRecord.Type] { [FixtureV1.Person.self, FixtureV1.Note.self, Legacy.self, Tag.self] }
+    /// An Int stored as one single value.
+    struct Code: Codable, Hashable {
+        var value: Int
+        init(value: Int) { self.value = value }
+        init(from decoder: any Decoder) throws { value = try decoder.singleValueContainer().decode(Int.self) }
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.singleValueContainer()
+            try container.encode(value)
+        }
+    }
+    /// A String stored as one single value.
+    struct Label: Codable, Hashable {
+        var text: String
+        init(text: String) { self.text = text }
+        init(from decoder: any Decoder) throws { text = try decoder.singleValueContainer().decode(String.self) }
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.singleValueContainer()
+            try container.encode(text)
+        }
+    }
+    struct Legacy: PersistentRecord, Equatable {
+        static var entityName: String { "Legacy" }
+        var code: Code
+    }
+    struct Tag: PersistentRecord, Equatable {
+        static var entityName: String { "Tag" }
+        var label: Label
+        var links: RecordID<FixtureV1.Note>?
+    }
+}
+
+/// Not lightweight: Legacy.code (an Int) becomes a keyed struct, which a single stored Int can
+/// never decode as (its synthesized `init(from:)` asks for a keyed container).
+enum FixtureV2CodableKeyed: VersionedSchema {
     static let versionIdentifier = Schema.Version(2, 0, 0)
     static var models: [any PersistentRecord.Type] { [FixtureV1.Person.self, FixtureV1.Note.self, Legacy.self, FixtureV1.Tag.self] }
     struct Code: Codable, Hashable {
@@ -477,6 +514,14 @@ enum FixtureCodablePlan: SchemaMigrationPlan {
 enum FixtureCodableDeclaredPlan: SchemaMigrationPlan {
     static var schemas: [any VersionedSchema.Type] { [FixtureV1.self, FixtureV2Codable.self] }
     static var stages: [MigrationStage] { [.lightweight(fromVersion: FixtureV1.self, toVersion: FixtureV2Codable.self)] }
+}
+enum FixtureCodableKeyedPlan: SchemaMigrationPlan {
+    static var schemas: [any VersionedSchema.Type] { [FixtureV1.self, FixtureV2CodableKeyed.self] }
+    static var stages: [MigrationStage] { [] }
+}
+enum FixtureCodableKeyedDeclaredPlan: SchemaMigrationPlan {
+    static var schemas: [any VersionedSchema.Type] { [FixtureV1.self, FixtureV2CodableKeyed.self] }
+    static var stages: [MigrationStage] { [.lightweight(fromVersion: FixtureV1.self, toVersion: FixtureV2CodableKeyed.self)] }
 }
 enum FixtureBackfillPlan: SchemaMigrationPlan {
     static var schemas: [any VersionedSchema.Type] { [FixtureV1.self, FixtureV2Backfill.self] }
@@ -719,7 +764,7 @@ extension MigrationFixtureTests {
     }
 }
 
-// MARK: Kinds the store refuses today, and a custom backfill
+// MARK: Adopting inheritance, making an attribute codable (and what stays refused), and a custom backfill
 
 extension MigrationFixtureTests {
     /// Opens a copy of the fixture with `schema` three ways — a plan with no stage, a plan
@@ -751,28 +796,86 @@ extension MigrationFixtureTests {
         }
     }
 
-    /// Issue 4 lists "adopt inheritance" as lightweight; the store refuses it today (a changed
-    /// parent is not lightweight: Docs/Migrations.md, SchemaDifference.isLightweight). This
-    /// documents the current behavior.
-    @Test func adoptingInheritanceIsRefusedAndChangesNothing() throws {
-        let v1 = "FixtureV1 (1.0.0)", v2 = "FixtureV2Inheritance (2.0.0)"
-        let blocking = "entity Note: parent none became Entry"
-        // Without a plan the whole difference is listed: Note's own `text` would move to
-        // Entry's new attribute (Note.text removed), so its values would not carry over either.
-        try Self.expectRefused(FixtureV2Inheritance.self, automatic: FixtureInheritancePlan.self, declared: FixtureInheritanceDeclaredPlan.self,
-                               unreachable: .unreachableVersion(schema: v2, from: v1, differences: [blocking]),
-                               notLightweight: .stageNotLightweight(stage: 0, from: v1, to: v2, differences: [blocking]),
-                               mismatch: .schemaMismatch(stored: "1.0.0", current: "2.0.0",
-                                                         differences: ["[needs migration] " + blocking, "Note.text removed", "entity Entry added"]))
+    /// Adopting inheritance (Note gets the new parent Entry, which declares `text`) is
+    /// lightweight: Entry.text takes over Note.text's id, so no record is rewritten and every
+    /// value survives; fetching Entry returns the notes (kept in Note's own tree); and records
+    /// inserted afterwards — notes and entries, which now share Entry's id counter — get ids
+    /// above every existing one of the hierarchy.
+    @Test(arguments: [false, true]) func adoptingInheritanceKeepsEveryValue(declared: Bool) throws {
+        typealias V2 = FixtureV2Inheritance
+        try Self.migrateCopy(to: V2.self, plan: declared ? FixtureInheritanceDeclaredPlan.self : FixtureInheritancePlan.self) { store, context in
+            try Self.expectRecords(context, FixtureData.people.map {
+                V2.Person(name: $0.name, age: $0.age, nickname: $0.nickname, email: $0.email, notes: sameIDs($0.notes))
+            })
+            try Self.expectNotesAndTags(context, note: { V2.Note(text: $0.0, author: $0.1.map { RecordID(rawValue: $0) }) },
+                                        tag: { V2.Tag(label: $0.0, links: $0.1.map { RecordID(rawValue: $0) }) })
+            try Self.expectRecords(context, FixtureData.legacies)
+            // The parent type sees the child's records, with the inherited value.
+            try Self.expectRecords(context, FixtureData.notes.map { V2.Entry(text: $0.text) })
+            #expect(try context.fetchCount(FetchDescriptor<V2.Entry>(predicate: #Predicate { $0.text == "Note 1 — ñß" })) == 1)
+            #expect(try context.record(for: RecordID<V2.Entry>(rawValue: 7))?.text == FixtureData.text(7))
+        } afterwards: { store, context in
+            let entry = try context.insert(V2.Entry(text: "an entry"))
+            let note = try context.insert(V2.Note(text: "a note", author: RecordID(rawValue: 3)))
+            try context.save()
+            #expect(entry.rawValue > UInt64(FixtureData.noteCount), "entry id \(entry.rawValue) collides with a note")
+            #expect(note.rawValue > UInt64(FixtureData.noteCount), "note id \(note.rawValue) collides with a note")
+            #expect(entry.rawValue != note.rawValue)
+            let fresh = Context(store)
+            let all = try fresh.fetch(FetchDescriptor<V2.Entry>())
+            #expect(all.count == FixtureData.noteCount + 2)
+            #expect(Set(all.map(\.id.rawValue)).count == all.count, "ids repeat within the hierarchy")
+            #expect(try fresh.record(for: RecordID<V2.Entry>(rawValue: entry.rawValue))?.text == "an entry")
+            #expect(try fresh.record(for: note)?.author?.rawValue == 3)
+            #expect(try fresh.record(for: RecordID<V2.Person>(rawValue: 3))?.notes.contains(note) == true)
+        }
+        // Reopened again (ids come from the stored counters): still no collision.
+        try Self.withFixtureCopy { folder in
+            do { let store = try Store(at: folder, schema: V2.self); try store.close() }
+            for round in 0..<2 {
+                let store = try Store(at: folder, schema: V2.self)
+                let context = Context(store)
+                let id = try context.insert(V2.Entry(text: "round \(round)"))
+                try context.save()
+                #expect(id.rawValue == UInt64(FixtureData.noteCount + 1 + round))
+                try store.close()
+            }
+        }
     }
 
-    /// Issue 4 lists "make an attribute codable" as lightweight; the store refuses it today (a
-    /// type change other than between two codable types is not lightweight). This documents
-    /// the current behavior.
-    @Test func makingAnAttributeCodableIsRefusedAndChangesNothing() throws {
-        let v1 = "FixtureV1 (1.0.0)", v2 = "FixtureV2Codable (2.0.0)"
-        let blocking = "Legacy.code changed type from int to codable(Code)"
-        try Self.expectRefused(FixtureV2Codable.self, automatic: FixtureCodablePlan.self, declared: FixtureCodableDeclaredPlan.self,
+    /// Making an attribute codable is lightweight when the codable type decodes from a single
+    /// value of the stored type: Legacy.code (Int → Code) and Tag.label (String → Label) keep
+    /// their ids, nothing is rewritten, and every old value — Int.min and Int.max included —
+    /// reads as the codable type; new writes store the codable form (JSON) and read back.
+    @Test(arguments: [false, true]) func makingAnAttributeCodableKeepsEveryValue(declared: Bool) throws {
+        typealias V2 = FixtureV2Codable
+        try Self.migrateCopy(to: V2.self, plan: declared ? FixtureCodableDeclaredPlan.self : FixtureCodablePlan.self) { _, context in
+            try Self.expectRecords(context, FixtureData.people)
+            try Self.expectRecords(context, FixtureData.notes)
+            try Self.expectRecords(context, FixtureData.legacies.map { V2.Legacy(code: V2.Code(value: $0.code)) })
+            try Self.expectRecords(context, FixtureData.tags.map { V2.Tag(label: V2.Label(text: $0.label), links: $0.links) })
+            #expect(try context.record(for: RecordID<V2.Legacy>(rawValue: 1))?.code.value == Int.min)
+            #expect(try context.record(for: RecordID<V2.Legacy>(rawValue: 50))?.code.value == Int.max)
+        } afterwards: { store, context in
+            let id = RecordID<V2.Legacy>(rawValue: 2)
+            try context.update(id, to: V2.Legacy(code: V2.Code(value: 12_345)))
+            let added = try context.insert(V2.Tag(label: V2.Label(text: "new-ß"), links: nil))
+            try context.save()
+            let fresh = Context(store)
+            #expect(try fresh.record(for: id)?.code.value == 12_345)
+            #expect(try fresh.record(for: RecordID<V2.Legacy>(rawValue: 3))?.code.value == FixtureData.code(3))
+            #expect(try fresh.record(for: added)?.label.text == "new-ß")
+            #expect(try fresh.fetchCount(FetchDescriptor<V2.Tag>()) == FixtureData.tagCount + 1)
+        }
+    }
+
+    /// A codable type that can never be made from a stored scalar — a keyed struct from an Int
+    /// — stays refused, before any record is read: Legacy.code gets a new id at registration,
+    /// and the difference is a type change (Docs/Migrations.md).
+    @Test func makingAnAttributeAKeyedCodableIsRefusedAndChangesNothing() throws {
+        let v1 = "FixtureV1 (1.0.0)", v2 = "FixtureV2CodableKeyed (2.0.0)"
+        let blocking = "Legacy.code changed type from int to codable(Code) (Code does not decode from a single int value; use a custom stage)"
+        try Self.expectRefused(FixtureV2CodableKeyed.self, automatic: FixtureCodableKeyedPlan.self, declared: FixtureCodableKeyedDeclaredPlan.self,
                                unreachable: .unreachableVersion(schema: v2, from: v1, differences: [blocking]),
                                notLightweight: .stageNotLightweight(stage: 0, from: v1, to: v2, differences: [blocking]),
                                mismatch: .schemaMismatch(stored: "1.0.0", current: "2.0.0", differences: ["[needs migration] " + blocking]))
