@@ -84,23 +84,43 @@ final class RecordEncodingState {
     /// Stores the value of the attribute `name`; a later value for the same name replaces it.
     @inline(__always)
     func store(_ value: Value, forKey name: String) {
+        var isReferences = false
+        if case .references = value { isReferences = true }
+        store(forKey: name, isNull: value.isNull, isReferences: isReferences, value: value) { $0.append(value) }
+    }
+
+    /// Stores a text value: what `store(.string(value), forKey:)` stores, without the `Value`.
+    @inline(__always)
+    func store(string value: String, forKey name: String) {
+        store(forKey: name, isNull: false, isReferences: false, value: .string(value)) { writer in
+            var text = value
+            writer.append(ValueTag.string.rawValue)
+            writer.appendVarint(UInt64(text.utf8.count))
+            text.withUTF8 { writer.append(contentsOf: $0) }
+        }
+    }
+
+    /// Stores the value of the attribute `name`, which `write` appends (tag and payload)
+    /// unless it is null; `value` is kept by name when the layout has no such attribute.
+    @inline(__always)
+    private func store(forKey name: String, isNull: Bool, isReferences: Bool, value: @autoclosure () -> Value,
+                       _ write: (inout RecordFieldWriter) -> Void) {
         guard let layout, let position = layout.position(of: name) else {
-            values[name] = value
+            values[name] = value()
             return
         }
         if position <= lastPosition && !disordered { noteSpansOfFieldsInOrder() }
         lastPosition = max(lastPosition, position)
         let start = writer.bytes.count
-        if value.isNull {
+        if isNull {
             // Only an out-of-order null can erase something: note it then.
             if disordered { spans.append(WrittenField(position: position, start: start, end: start, isReferences: false)) }
             return
         }
         writer.appendVarint(UInt64(layout.ids[position]))
-        writer.append(value)
+        write(&writer)
         writtenCount += 1
-        var isReferences = false
-        if case .references = value { isReferences = true; holdsReferences = true }
+        if isReferences { holdsReferences = true }
         if disordered { spans.append(WrittenField(position: position, start: start, end: writer.bytes.count, isReferences: isReferences)) }
     }
 
@@ -224,7 +244,7 @@ struct RecordKeyedEncodingContainer<Key: CodingKey>: KeyedEncodingContainerProto
     }
 
     // The concrete overloads synthesized conformances call: no generic conversion.
-    mutating func encode(_ value: String, forKey key: Key) throws { state.store(.string(value), forKey: key.stringValue) }
+    mutating func encode(_ value: String, forKey key: Key) throws { state.store(string: value, forKey: key.stringValue) }
     mutating func encode(_ value: Bool, forKey key: Key) throws { state.store(.bool(value), forKey: key.stringValue) }
     mutating func encode(_ value: Double, forKey key: Key) throws { state.store(.double(value), forKey: key.stringValue) }
     mutating func encode(_ value: Float, forKey key: Key) throws { state.store(.double(Double(value)), forKey: key.stringValue) }

@@ -49,6 +49,10 @@ struct RecordFieldWriter {
     /// Bytes already encoded (a field copied from another buffer).
     mutating func append(contentsOf field: ArraySlice<UInt8>) { bytes.append(contentsOf: field) }
 
+    /// Raw bytes (a string's UTF-8).
+    @inline(__always)
+    mutating func append(contentsOf raw: UnsafeBufferPointer<UInt8>) { bytes.append(contentsOf: raw) }
+
     /// As `ByteWriter.appendVarint`.
     @inline(__always)
     mutating func appendVarint(_ value: UInt64) {

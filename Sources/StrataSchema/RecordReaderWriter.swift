@@ -12,7 +12,7 @@ public struct RecordWriter {
     init(state: RecordEncodingState) { self.state = state }
 
     /// Stores a text attribute.
-    public mutating func encode(_ value: String, forKey name: String) { state.store(.string(value), forKey: name) }
+    public mutating func encode(_ value: String, forKey name: String) { state.store(string: value, forKey: name) }
     /// Stores a Boolean attribute.
     public mutating func encode(_ value: Bool, forKey name: String) { state.store(.bool(value), forKey: name) }
     /// Stores an integer attribute.
