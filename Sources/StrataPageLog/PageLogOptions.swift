@@ -28,10 +28,10 @@ package struct PageLogOptions: Sendable {
     package var framePipelineThreshold = 64
     /// The most page bytes in flight in the frame pipeline; a page write waits for the oldest
     /// frame beyond it, which bounds the pipeline's memory.
-    package var framePipelineBytes = 256 << 10
+    package var framePipelineBytes = 1 << 20
     /// Page bytes queued before the pipeline's worker is woken (when idle), so a wake-up
     /// serves a batch of pages rather than one.
-    package var framePipelineBatchBytes = 32 << 10
+    package var framePipelineBatchBytes = 128 << 10
 
     package init() {}
 }
