@@ -50,6 +50,16 @@ extension Store {
                       fileSystem: fileSystem)
     }
 
+    /// Whether this app's plan can finish the interrupted migration `marker` describes: its
+    /// stage is one of the plan's steps and the store's catalog is where that stage left it
+    /// (the stage's old version, or its new one once switched). A plan that changed shape since
+    /// cannot: the migration is then undone and run again from the start.
+    static func canResume(_ marker: MigrationMarker, plan: MigrationPlanCheck, records: RecordStore) throws -> Bool {
+        let expected = Int(marker.stage) + (marker.phase == .switched ? 1 : 0)
+        guard expected < plan.versions.count, let latest = try MigrationRunner.catalog(of: records)?.latest else { return false }
+        return plan.versions[expected].schema.checksum == latest.checksum
+    }
+
     /// Opens the page log and record store at `path`: an interrupted migration found there is
     /// undone first (its rollback point, invariant 22), then `plan`'s steps from the stored
     /// version to the last run (`MigrationRunner`). Returns the record store to bind.
@@ -75,7 +85,7 @@ extension Store {
                 let stored = try MigrationRunner.catalog(of: records)?.version(id: marker.fromCatalogVersion)?.schemaVersion
                 throw StrataError.migrationRequired(stored: stored, required: schema.version)
             } else if let marker = try translatingErrors({ try records.snapshot().root.migration }),
-               plan != nil, marker.targetChecksum == schema.checksum.bytes {
+               let plan, marker.targetChecksum == schema.checksum.bytes, try Self.canResume(marker, plan: plan, records: records) {
                 // Killed during a migration this app runs too: finish it from where it got.
                 resuming = marker
             } else if let marker = try translatingErrors({ try records.snapshot().root.migration }) {
