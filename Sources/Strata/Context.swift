@@ -62,7 +62,7 @@ public final class Context {
     /// The snapshot a read uses: the pinned one, else the latest.
     private func readSnapshot() throws -> RecordSnapshot {
         if let pinnedSnapshot { return pinnedSnapshot }
-        return try translatingErrors { try store.records.snapshot() }
+        return try store.snapshot()
     }
 
     /// Whether there are unsaved changes.

@@ -39,6 +39,9 @@ public struct MigrationProgress: Sendable, Equatable {
 public enum MigrationEvent: Sendable {
     /// A migration's progress (only when the store needs one).
     case progress(MigrationProgress)
+    /// A read-only store on the old version of a stage that rewrites records, readable while
+    /// the stage streams, retired at its switch (see `Store.Configuration.migrationOldVersion`).
+    case oldVersionReadable(Store)
     /// The store, opened (migrated first if it needed it). The last event.
     case opened(Store)
 }
@@ -51,6 +54,7 @@ extension Store {
     /// for try await event in Store.opening(at: path, schema: SchemaV2.self, migrationPlan: Plan.self) {
     ///     switch event {
     ///     case .progress(let progress): showProgress(progress.stageName, progress.fractionDone)
+    ///     case .oldVersionReadable(let old): showReadOnly(old)   // the old data, while it migrates
     ///     case .opened(let store): self.store = store
     ///     }
     /// }
@@ -67,6 +71,11 @@ extension Store {
             configuration.migrationProgress = { progress in
                 earlier?(progress)
                 continuation.yield(.progress(progress))
+            }
+            let earlierOldVersion = configuration.migrationOldVersion
+            configuration.migrationOldVersion = { store in
+                earlierOldVersion?(store)
+                continuation.yield(.oldVersionReadable(store))
             }
             let opening = configuration
             DispatchQueue.global(qos: .userInitiated).async {

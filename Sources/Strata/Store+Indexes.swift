@@ -17,7 +17,7 @@ extension Store {
         guard let attributeID = binding.attributeID(named: attribute, ofEntity: entityID) else {
             throw StrataError.invalidSchema(reason: "\(Record.entityName) has no attribute \(attribute)")
         }
-        let snapshot = try translating { try records.snapshot() }
+        let snapshot = try snapshot()
         let reader = snapshot.reader(for: entityID)
         return try translating {
             try snapshot.indexedIDs(entityID: entityID, attributeID: attributeID, range: range).map { id in

@@ -241,8 +241,21 @@ struct MigrationRunner {
             }
         }
         if phase != .switched {
+            // The old version stays readable while the stage streams (its trees do not change).
+            var oldVersion: Store?
+            if let handOut = configuration.migrationOldVersion, !transforms.isEmpty {
+                var readOnly = configuration
+                readOnly.isReadOnly = true
+                readOnly.migrationProgress = nil
+                readOnly.migrationOldVersion = nil
+                let store = try attributing(.storage) { try Store(records: records, schema: from.schema, configuration: readOnly, ownsLog: false) }
+                oldVersion = store
+                handOut(store)
+            }
+            defer { oldVersion?.retired.store(true, ordering: .releasing) }  // also when the stage fails
             let target = try stream(transforms, batchSize: batchSize, rejected: rejected, stageName: Self.name(ofStep: step, in: plan),
                                     records: records, meter: meter)
+            oldVersion?.retired.store(true, ordering: .releasing)  // before the switch makes the new trees the store's
             _ = try attributing(.schemaChange) {
                 try translatingErrors {
                     do {

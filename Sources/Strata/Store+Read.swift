@@ -11,7 +11,7 @@ extension Store {
     ///
     /// - Throws: what `body` throws; storage errors.
     public func read<T>(_ body: (ReadTransaction) throws -> T) throws -> T {
-        let snapshot = try translatingErrors { try records.snapshot() }
+        let snapshot = try snapshot()
         return try body(ReadTransaction(context: Context(self, reading: snapshot)))
     }
 

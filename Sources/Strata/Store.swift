@@ -41,6 +41,12 @@ public final class Store: Sendable {
         /// Called with the progress of a migration opening runs (see `MigrationProgress`), on
         /// the opening thread; keep it short. `Store.opening(…)` delivers the same as a stream.
         public var migrationProgress: (@Sendable (MigrationProgress) -> Void)?
+        /// Called when a stage that rewrites records starts streaming, with a read-only store
+        /// on the stage's old version — usable from any thread while the migration runs, so an
+        /// app can stay partly usable (show the old data). It needs no closing. At the stage's
+        /// switch it is retired: its reads then throw `StrataError.migrationRequired` (reads
+        /// begun before go on). `Store.opening(…)` delivers it as `.oldVersionReadable`.
+        public var migrationOldVersion: (@Sendable (Store) -> Void)?
 
         /// The defaults.
         public init() {}
@@ -51,6 +57,12 @@ public final class Store: Sendable {
     /// How the store was opened.
     public let configuration: Configuration
     let records: RecordStore
+    /// Whether this instance opened the page log (and closes it): false for the read-only view
+    /// of the old version a migration hands out while it streams.
+    let ownsLog: Bool
+    /// Set when that view's version stops being the store's (the migration's switch): its
+    /// reads then throw `migrationRequired`.
+    let retired = Atomic<Bool>(false)
     let binding: SchemaBinding
     /// The bound entities' inheritance families and relationships.
     let model: EntityModel
@@ -91,9 +103,10 @@ public final class Store: Sendable {
 
     /// A store on `records` (already open) bound to `schema`; closing on failure is the
     /// caller's. Migration stages use it for the contexts of their closures.
-    init(records: RecordStore, schema: Schema, configuration: Configuration) throws {
+    init(records: RecordStore, schema: Schema, configuration: Configuration, ownsLog: Bool = true) throws {
         self.schema = schema
         self.configuration = configuration
+        self.ownsLog = ownsLog
         do {
             binding = try configuration.isReadOnly ? Self.readOnlyBinding(records, schema: schema)
                                                    : translatingErrors { try records.bind(schema) }
@@ -169,8 +182,22 @@ public final class Store: Sendable {
     }
 
     /// Checkpoints and closes the store. Contexts with unsaved changes lose them.
+    ///
+    /// The read-only view of an old version a migration hands out
+    /// (`Configuration.migrationOldVersion`) closes nothing: the migrating store does.
     public func close() throws {
+        guard ownsLog else { return }
         try translatingErrors { try records.log.close() }
+    }
+
+    /// The latest snapshot, for a read.
+    /// - Throws: `StrataError.migrationRequired` once this read-only view of an old version was
+    ///   retired by its migration's switch; storage errors.
+    func snapshot() throws -> RecordSnapshot {
+        if retired.load(ordering: .acquiring) {
+            throw StrataError.migrationRequired(stored: schema.version, required: schema.version)
+        }
+        return try translatingErrors { try records.snapshot() }
     }
 
     /// The entity id of a record type in the bound schema.

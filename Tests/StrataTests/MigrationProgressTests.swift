@@ -49,22 +49,63 @@ import StrataTestSupport
         let folder = try temporaryDirectory()
         defer { removeDirectory(folder) }
         try MigrationTests.createV1(at: folder, count: 300)
-        var progress = 0
+        var progress = 0, oldVersions = 0
         var opened: Store?
         for try await event in Store.opening(at: folder, schema: PeopleSplitNames.self, migrationPlan: SplitPlan.self) {
             switch event {
             case .progress: progress += 1
+            case .oldVersionReadable: oldVersions += 1
             case .opened(let store): opened = store
             }
         }
         let store = try #require(opened)
         #expect(progress == 1 + 1 + 5 + 1)  // 300 records in batches of 64
+        #expect(oldVersions == 1)
         #expect(try Context(store).fetchCount(FetchDescriptor<PeopleSplitNames.Person>()) == 300)
         try store.close()
         // An error ends the stream.
         await #expect(throws: StrataError.storeIsNewer(stored: Schema.Version(2, 0, 0), current: Schema.Version(1, 0, 0))) {
             for try await _ in Store.opening(at: folder, schema: PeopleV1.self, migrationPlan: nil) {}
         }
+    }
+
+    @Test func theOldVersionStaysReadableWhileAStageStreams() throws {
+        failingAge = nil
+        let folder = try temporaryDirectory()
+        defer { removeDirectory(folder) }
+        try MigrationTests.createV1(at: folder, count: 1_000)
+        struct Seen { var store: Store?; var counts: [Int] = []; var firsts: [PeopleV1.Person?] = []; var writeRefused = false }
+        let seen = Mutex(Seen())
+        var configuration = Store.Configuration()
+        configuration.migrationOldVersion = { store in seen.withLock { $0.store = store } }
+        configuration.migrationProgress = { progress in
+            guard let old = seen.withLock({ $0.store }), progress.recordsDone > 0, !progress.isStageFinished else { return }
+            // Mid-stage, from the migrating thread: the old version, all of it, as it was.
+            let context = Context(old)
+            let count = (try? context.fetchCount(FetchDescriptor<PeopleV1.Person>())) ?? -1
+            let first = try? context.record(for: RecordID<PeopleV1.Person>(rawValue: 1))
+            var refused = false
+            do { try old.write { try $0.insert(PeopleV1.Person(fullName: "x", age: 0)) } } catch StrataError.readOnly { refused = true } catch {}
+            seen.withLock {
+                $0.counts.append(count)
+                $0.firsts.append(first)
+                $0.writeRefused = refused
+            }
+        }
+        let store = try Store(at: folder, schema: PeopleSplitNames.self, migrationPlan: SplitPlan.self, configuration: configuration)
+        let result = seen.withLock { $0 }
+        #expect(result.counts.count == 16)  // one per committed batch (1,000 records in batches of 64)
+        #expect(result.counts.allSatisfy { $0 == 1_000 })
+        #expect(result.firsts.allSatisfy { $0 == MigrationTests.v1People(1)[0] })
+        #expect(result.writeRefused)
+        // After the switch the old view is retired; closing it closes nothing.
+        let old = try #require(result.store)
+        #expect(throws: StrataError.migrationRequired(stored: Schema.Version(1, 0, 0), required: Schema.Version(1, 0, 0))) {
+            try Context(old).fetchCount(FetchDescriptor<PeopleV1.Person>())
+        }
+        try old.close()
+        #expect(try Context(store).fetchCount(FetchDescriptor<PeopleSplitNames.Person>()) == 1_000)
+        try store.close()
     }
 
     @Test func aDryRunEstimatesWithoutChangingTheStore() throws {
