@@ -180,6 +180,9 @@ struct MigrationRunner {
         try translatingErrors { try records.write { $0.endMigration() } }
     }
 
+    /// Leaves of a replaced tree freed per commit after a switch.
+    static let leavesFreedPerCommit = 4_096
+
     /// A stage's failure: which part of it failed, and the record concerned when known.
     private struct StepFailure: Error {
         let category: MigrationFailureReport.Category
@@ -273,6 +276,8 @@ struct MigrationRunner {
                 }
             }
         }
+        // The replaced trees' pages are freed in bounded batches (no commit grows with the store).
+        while try !translatingErrors({ try records.write { try $0.freeRetiredTrees(maximumLeaves: Self.leavesFreedPerCommit) } }) {}
         let context = Context(try Store(records: records, schema: to.schema, configuration: stageConfiguration), author: "migration")
         context.savesWithStage = true
         try attributing(.didMigrate) {

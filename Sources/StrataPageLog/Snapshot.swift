@@ -24,15 +24,17 @@ package final class Snapshot: Sendable {
     deinit { log.releaseSnapshot(token) }
 
     /// The page with this id, or nil when no such page exists in this snapshot.
-    /// Throws `PageLogError.corruption` when the stored frame fails verification.
-    package func read(_ pageID: UInt64) throws -> Page? {
+    /// Throws `PageLogError.corruption` when the stored frame fails verification. `mapped`
+    /// false reads with `pread`: for pages read once per commit (a store root), whose fault on
+    /// a memory map would also map the recently written pages around them.
+    package func read(_ pageID: UInt64, mapped: Bool = true) throws -> Page? {
         let location = table[pageID]
         guard !location.isNone else { return nil }
         guard let file = segments[UInt64(location.segment)] else {
             throw PageLogError.corruption(file: StoreFileNames.segment(UInt64(location.segment)), offset: UInt64(location.offset),
                                           reason: "segment \(location.segment), which holds page \(pageID), is missing")
         }
-        return try PageLog.readPage(pageID, at: location, in: file)
+        return try PageLog.readPage(pageID, at: location, in: file, mapped: mapped)
     }
 
     /// The location of a page in this snapshot (for tests and verification).

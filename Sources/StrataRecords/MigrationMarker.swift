@@ -10,13 +10,16 @@ import StrataFormat
 /// migration := "MIGR" phase:u8 reserved:u8 reserved:u16 rollbackSegment:u64 rollbackOffset:u64
 ///              fromCatalogVersion:u32 stage:u32 targetChecksum:byte{32} pendingCatalogPage:u64
 ///              shadowCount:u32 shadow{shadowCount}               ; ascending entity id
+///              retiredCount:u32 retired{retiredCount}
 /// shadow    := entityID:u32 flags:u32 rootPage:u64 count:u64 nextRowID:u64 cursor:u64   ; 40 bytes
+/// retired   := rootPage:u64 height:u32 reserved:u32 freedBelow:u64                     ; 24 bytes
 /// ```
 package struct MigrationMarker: Equatable, Sendable {
     static let magic: [UInt8] = Array("MIGR".utf8)
     /// Bytes before the shadows.
     static let fixedSize = 76
     static let shadowSize = 40
+    static let retiredSize = 24
     static let doneFlag: UInt32 = 1
 
     /// Where a stage is.
@@ -63,6 +66,8 @@ package struct MigrationMarker: Equatable, Sendable {
     package var pendingCatalogPage: UInt64
     /// Shadow trees by entity id.
     package var shadows: [UInt32: Shadow]
+    /// Trees the switch replaced, whose pages are being freed (RetiredTree.swift).
+    package var retired: [RetiredTree] = []
 
     package init(phase: Phase = .started, rollbackSegment: UInt64, rollbackOffset: UInt64, fromCatalogVersion: UInt32, stage: UInt32,
                  targetChecksum: [UInt8], pendingCatalogPage: UInt64 = 0, shadows: [UInt32: Shadow] = [:]) {
@@ -96,6 +101,13 @@ package struct MigrationMarker: Equatable, Sendable {
             writer.append(shadow.nextRowID)
             writer.append(shadow.cursor)
         }
+        writer.append(UInt32(retired.count))
+        for tree in retired {
+            writer.append(tree.rootPageID)
+            writer.append(tree.height)
+            writer.append(UInt32(0))
+            writer.append(tree.freedBelow)
+        }
     }
 
     /// Reads a marker that must take exactly the rest of `reader`.
@@ -116,7 +128,7 @@ package struct MigrationMarker: Equatable, Sendable {
             fromCatalogVersion: try reader.read(UInt32.self, "from catalog version"), stage: try reader.read(UInt32.self, "stage"),
             targetChecksum: try reader.readBytes(32, "target checksum"), pendingCatalogPage: try reader.read(UInt64.self, "pending catalog page"))
         let count = Int(try reader.read(UInt32.self, "shadow count"))
-        guard count <= StoreRoot.maximumEntities, reader.remaining == count * shadowSize else {
+        guard count <= StoreRoot.maximumEntities, reader.remaining >= count * shadowSize + 4 else {
             throw FormatError("migration marker of \(count) shadow trees has \(reader.remaining) bytes for them", at: at + 72)
         }
         var previous: UInt32?
@@ -133,6 +145,19 @@ package struct MigrationMarker: Equatable, Sendable {
             }
             marker.shadows[id] = Shadow(tree: tree, nextRowID: try reader.read(UInt64.self, "shadow next row id"),
                                         cursor: try reader.read(UInt64.self, "shadow cursor"), isDone: flags & doneFlag != 0)
+        }
+        let retiredAt = reader.position
+        let retiredCount = Int(try reader.read(UInt32.self, "retired tree count"))
+        guard retiredCount <= StoreRoot.maximumEntities, reader.remaining == retiredCount * retiredSize else {
+            throw FormatError("migration marker of \(retiredCount) retired trees has \(reader.remaining) bytes for them", at: retiredAt)
+        }
+        for _ in 0..<retiredCount {
+            let position = reader.position
+            let root = try reader.read(UInt64.self, "retired root page")
+            let height = try reader.read(UInt32.self, "retired height")
+            guard try reader.read(UInt32.self, "reserved") == 0 else { throw FormatError("reserved retired tree field is not zero", at: position + 12) }
+            guard root != 0, height <= 64 else { throw FormatError("retired tree with root \(root) and height \(height)", at: position) }
+            marker.retired.append(RetiredTree(rootPageID: root, height: height, freedBelow: try reader.read(UInt64.self, "freed below")))
         }
         return marker
     }

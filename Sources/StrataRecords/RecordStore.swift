@@ -35,7 +35,9 @@ package final class RecordStore: Sendable {
         if let cached = decodedRoot.withLock({ $0 }), cached.lsn == lsn {
             return RecordSnapshot(snapshot: snapshot, root: cached.root, cache: cache)
         }
-        let root = try Self.root(snapshot.read(StoreRoot.pageID), pageID: StoreRoot.pageID)
+        // Read with pread: each commit writes the root anew at the log's end, and a fault on
+        // the map there would also map the recently written pages around it (fault-around).
+        let root = try Self.root(snapshot.read(StoreRoot.pageID, mapped: false), pageID: StoreRoot.pageID)
         decodedRoot.withLock { $0 = (lsn, root) }
         return RecordSnapshot(snapshot: snapshot, root: root, cache: cache)
     }
@@ -43,7 +45,7 @@ package final class RecordStore: Sendable {
     /// Runs `body` as one atomic transaction over any number of entities.
     package func write<T>(durability: Durability = .durable, _ body: (RecordTransaction) throws -> T) throws -> T {
         try log.write(durability: durability) { transaction in
-            let root = try Self.root(transaction.read(StoreRoot.pageID), pageID: StoreRoot.pageID)
+            let root = try Self.root(transaction.read(StoreRoot.pageID, mapped: false), pageID: StoreRoot.pageID)
             let records = RecordTransaction(transaction: transaction, root: root, options: treeOptions)
             let result = try body(records)
             try records.finish()
@@ -228,6 +230,12 @@ package final class RecordTransaction {
         return marker
     }
 
+    /// Changes the store root (tests).
+    func updateRoot(_ change: (inout StoreRoot) -> Void) {
+        change(&root)
+        rootChanged = true
+    }
+
     /// Changes the marker of the migration in progress (its phase, stage or pending catalog).
     package func updateMigration(_ change: (inout MigrationMarker) throws -> Void) rethrows {
         guard var marker = root.migration else { return }
@@ -292,11 +300,10 @@ package final class RecordTransaction {
             for (attributeID, _) in root.indexes(of: entityID) {
                 try dropIndex(StoreRoot.IndexID(entityID: entityID, attributeID: attributeID))
             }
-            let old = tree(for: entityID, schemaVersion: 0)
-            old.mappedReads = false
-            try old.destroy()
+            // The old tree's pages are freed after the switch, in batches (RetiredTree.swift).
             trees[entityID] = nil
             var entity = root.entities[entityID] ?? StoreRoot.EntityTree()
+            if let retired = try retire(entity.tree) { marker.retired.append(retired) }
             entity.tree = shadow.tree
             entity.nextRowID = max(entity.nextRowID, shadow.nextRowID)
             root.entities[entityID] = entity
