@@ -75,12 +75,7 @@ extension Store {
             throw MigrationPlanError.currentSchemaNotLast(current: schema.displayName, last: plan.versions.last?.name ?? "none")
         }
         let target = last.schema
-        guard PageLog.exists(directory: path, fileSystem: fileSystem) else { throw StrataError.storeNotFound(path: path) }
-        return try translatingErrors {
-            let records = RecordStore(log: try PageLog.open(directory: path, fileSystem: fileSystem, options: configuration.storage.pageLogOptions),
-                                      cache: NodeCache(budget: 1 << 20))
-            records.log.checkpointsHeld.store(true, ordering: .releasing)
-            defer { try? records.log.close() }
+        return try peek(at: path, configuration: configuration, fileSystem: fileSystem) { records in
             let snapshot = try records.snapshot()
             guard let catalog = try MigrationRunner.catalog(of: records), let latest = catalog.latest else {
                 return MigrationEstimate(storedVersion: nil, targetVersion: target.version, stages: [], resumesInterruptedMigration: false,

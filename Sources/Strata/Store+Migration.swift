@@ -480,15 +480,25 @@ extension Store {
     /// `storedSchema(at:configuration:)` through `fileSystem` (tests).
     package static func storedSchema(at path: String, configuration: Configuration = Configuration(),
                                      fileSystem: any FileSystem) throws -> StoredSchema? {
+        try peek(at: path, configuration: configuration, fileSystem: fileSystem) { records in
+            let root = try records.snapshot().root
+            guard let latest = try MigrationRunner.catalog(of: records)?.latest else { return nil }
+            return StoredSchema(version: latest.schemaVersion, checksum: latest.checksum, isMigrating: root.migration != nil)
+        }
+    }
+
+    /// Runs `body` on the store at `path` opened for reading only what it needs: under its
+    /// lock, with checkpoints held so that nothing is written, not even at close.
+    /// - Throws: `StrataError.storeNotFound` (nothing is created), what opening and `body` throw.
+    static func peek<T>(at path: String, configuration: Configuration, fileSystem: any FileSystem,
+                        _ body: (RecordStore) throws -> T) throws -> T {
         guard PageLog.exists(directory: path, fileSystem: fileSystem) else { throw StrataError.storeNotFound(path: path) }
         return try translatingErrors {
             let records = RecordStore(log: try PageLog.open(directory: path, fileSystem: fileSystem, options: configuration.storage.pageLogOptions),
                                       cache: NodeCache(budget: 1 << 20))
             records.log.checkpointsHeld.store(true, ordering: .releasing)
             defer { try? records.log.close() }
-            let root = try records.snapshot().root
-            guard let latest = try MigrationRunner.catalog(of: records)?.latest else { return nil }
-            return StoredSchema(version: latest.schemaVersion, checksum: latest.checksum, isMigrating: root.migration != nil)
+            return try body(records)
         }
     }
 }
