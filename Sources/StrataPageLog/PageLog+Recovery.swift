@@ -73,6 +73,10 @@ struct Recovery {
     var table = PageTable()
     var chunkLocations: [PageLocation] = []
     var chunksNeedRewrite = false
+    /// For each checkpointed chunk, whether it was loaded with every entry present (its ids
+    /// are then all in use unless replay changed the chunk); lets `finish` skip full chunks
+    /// when it lists the free page ids.
+    var fullChunks: [Bool] = []
     /// Segments the checkpointed page table refers to.
     var referencedSegments = Set<UInt64>()
     var usage: [UInt64: SegmentUsage] = [:]
@@ -182,39 +186,49 @@ struct Recovery {
         nextPageID = max(root.nextPageID, PageLog.firstAllocatablePageID)
         let entriesPerChunk = Int(root.chunkEntries)
         chunksNeedRewrite = entriesPerChunk != PageTable.chunkEntries
+        if !chunksNeedRewrite { fullChunks = [Bool](repeating: false, count: root.chunks.count) }
+        var scratch: [UInt8] = []
         for (index, location) in root.chunks.enumerated() where !location.isNone {
             guard let file = files[UInt64(location.segment)] else {
                 throw PageLogError.corruption(file: rootFile.path, offset: address.offset,
                                               reason: "page table chunk \(index) is in segment \(location.segment), which is missing")
             }
-            let (chunkHeader, chunkPayload) = try PageLog.readFrame(in: file, at: UInt64(location.offset), length: location.length, decompress: true, mapped: false)
-            guard chunkHeader.kind == .tableChunk, chunkHeader.pageID == UInt64(index), chunkHeader.lsn == location.lsn else {
-                throw PageLogError.corruption(file: file.path, offset: UInt64(location.offset),
-                                              reason: "expected page table chunk \(index) at LSN \(location.lsn), found a \(chunkHeader.kind) frame (id \(chunkHeader.pageID), LSN \(chunkHeader.lsn))")
+            let (entries, present) = try readChunk(index, at: location, in: file, entries: entriesPerChunk, scratch: &scratch)
+            guard present > 0 else {
+                if !chunksNeedRewrite { table.setChunk(index, entries, isEmpty: true) }
+                continue
             }
-            let entries: [PageLocation]
-            do { entries = try TableChunkCodec.decode(chunkPayload, entries: entriesPerChunk) } catch let error as FormatError {
-                throw PageLogError.corrupt(file.path, UInt64(location.offset) + UInt64(FrameHeader.size), error)
-            }
-            // Validate each distinct segment once per chunk (a chunk's pages share few segments).
-            var seenSegments: [UInt32] = []
-            for (slot, entry) in entries.enumerated() where !entry.isNone {
-                if !seenSegments.contains(entry.segment) {
-                    guard files[UInt64(entry.segment)] != nil else {
+            // Validate each distinct segment once per chunk (a chunk's pages share few segments,
+            // mostly in runs), and the highest present page id against the next page id.
+            try entries.withUnsafeBufferPointer { buffer in
+                var previousSegment: UInt32 = 0
+                var highestSlot = 0
+                for slot in 0..<buffer.count {
+                    let segment = buffer[slot].segment
+                    guard segment != 0 else { continue }
+                    highestSlot = slot
+                    guard segment != previousSegment else { continue }
+                    previousSegment = segment
+                    guard !referencedSegments.contains(UInt64(segment)) else { continue }
+                    guard files[UInt64(segment)] != nil else {
                         throw PageLogError.corruption(file: file.path, offset: UInt64(location.offset),
-                                                      reason: "page \(index * entriesPerChunk + slot) is in segment \(entry.segment), which is missing")
+                                                      reason: "page \(index * entriesPerChunk + slot) is in segment \(segment), which is missing")
                     }
-                    seenSegments.append(entry.segment)
-                    referencedSegments.insert(UInt64(entry.segment))
+                    referencedSegments.insert(UInt64(segment))
                 }
-                let pageID = UInt64(index * entriesPerChunk + slot)
-                guard pageID < nextPageID else {
+                guard UInt64(index * entriesPerChunk + highestSlot) < nextPageID else {
+                    // Report the lowest offending page, as a slot-by-slot check would.
+                    let first = (0..<buffer.count).first { !buffer[$0].isNone && UInt64(index * entriesPerChunk + $0) >= nextPageID } ?? highestSlot
                     throw PageLogError.corruption(file: file.path, offset: UInt64(location.offset),
-                                                  reason: "page \(pageID) is at or above the next page id \(nextPageID)")
+                                                  reason: "page \(index * entriesPerChunk + first) is at or above the next page id \(nextPageID)")
                 }
-                if chunksNeedRewrite { table[pageID] = entry }
             }
-            if !chunksNeedRewrite { table.setChunk(index, entries) }
+            if chunksNeedRewrite {
+                for (slot, entry) in entries.enumerated() where !entry.isNone { table[UInt64(index * entriesPerChunk + slot)] = entry }
+            } else {
+                table.setChunk(index, entries, isEmpty: false)
+                fullChunks[index] = present == entriesPerChunk
+            }
         }
         chunkLocations = chunksNeedRewrite ? [] : root.chunks
         if chunksNeedRewrite { dirtyChunks = Set(0..<table.chunkCount) }
@@ -227,6 +241,56 @@ struct Recovery {
         rootUsage.totalBytes += UInt64(address.length)
         rootUsage.liveBytes += UInt64(address.length)
         usage[address.segment] = rootUsage
+    }
+
+    /// Reads page table chunk `index` at `location`, verifies its frame (checksum, kind, chunk
+    /// index, LSN) and decodes it in one pass: the frame is read into a temporary buffer,
+    /// decompressed into `scratch` (reused across chunks) and decoded straight into the
+    /// returned array, with no intermediate copies. Returns the entries and how many are present.
+    /// Throws `PageLogError.corruption` naming the frame when any of it is damaged.
+    private func readChunk(_ index: Int, at location: PageLocation, in file: any StorageFile, entries: Int,
+                           scratch: inout [UInt8]) throws -> (entries: [PageLocation], present: Int) {
+        let offset = UInt64(location.offset)
+        try PageLog.checkFrameLength(location.length, path: file.path, offset: offset)
+        let decoded = try PageLog.translatingIOErrors {
+            try file.withBytesRead(at: offset, count: Int(location.length)) { raw -> ([PageLocation], Int) in
+                let (header, stored) = try PageLog.verifiedFrame(raw, path: file.path, offset: offset)
+                guard header.kind == .tableChunk, header.pageID == UInt64(index), header.lsn == location.lsn else {
+                    throw PageLogError.corruption(file: file.path, offset: offset,
+                                                  reason: "expected page table chunk \(index) at LSN \(location.lsn), found a \(header.kind) frame (id \(header.pageID), LSN \(header.lsn))")
+                }
+                func decode(_ payload: UnsafeRawBufferPointer) throws -> ([PageLocation], Int) {
+                    var present = 0
+                    do {
+                        let result = try [PageLocation](unsafeUninitializedCapacity: entries) { buffer, initialized in
+                            present = try TableChunkCodec.decode(payload, into: buffer)
+                            initialized = entries
+                        }
+                        return (result, present)
+                    } catch let error as FormatError {
+                        throw PageLogError.corrupt(file.path, offset + UInt64(FrameHeader.size), error)
+                    }
+                }
+                switch header.codec {
+                case .none:
+                    return try decode(stored)
+                case .lz4:
+                    let rawLength = Int(header.rawLength)
+                    if scratch.count < rawLength { scratch = [UInt8](repeating: 0, count: rawLength) }
+                    return try scratch.withUnsafeMutableBytes { buffer in
+                        let target = UnsafeMutableRawBufferPointer(rebasing: buffer[0..<rawLength])
+                        do { try LZ4Codec.decompress(stored, into: target) } catch let error as FormatError {
+                            throw PageLogError.corrupt(file.path, offset, error)
+                        }
+                        return try decode(UnsafeRawBufferPointer(target))
+                    }
+                }
+            }
+        }
+        guard let decoded else {
+            throw PageLogError.corruption(file: file.path, offset: offset, reason: "frame of \(location.length) bytes cut short at end of file")
+        }
+        return decoded
     }
 
     // MARK: Replay
@@ -406,9 +470,12 @@ struct Recovery {
             guard lower < upper else { continue }
             if chunkIndex >= table.chunkCount || table.chunks[chunkIndex].isEmpty {
                 add(lower..<upper)
+            } else if chunkIndex < fullChunks.count, fullChunks[chunkIndex], !dirtyChunks.contains(chunkIndex) {
+                continue  // loaded full and untouched by replay: no free id
             } else {
-                let chunk = table.chunks[chunkIndex]
-                for id in lower..<upper where chunk[Int(id - base)].isNone { add(id..<(id + 1)) }
+                table.chunks[chunkIndex].withUnsafeBufferPointer { chunk in
+                    for id in lower..<upper where chunk[Int(id - base)].isNone { add(id..<(id + 1)) }
+                }
             }
         }
         let writer = LogWriter(

@@ -32,10 +32,11 @@ package struct PageTable: Sendable, Equatable {
         }
     }
 
-    /// Replaces a whole chunk (used when loading a checkpoint).
-    package mutating func setChunk(_ index: Int, _ entries: [PageLocation]) {
+    /// Replaces a whole chunk (used when loading a checkpoint). `isEmpty`: no entry of
+    /// `entries` is present (the loader counted them while decoding), so the chunk is dropped.
+    package mutating func setChunk(_ index: Int, _ entries: [PageLocation], isEmpty: Bool) {
         if index >= chunks.count { chunks.append(contentsOf: repeatElement([], count: index + 1 - chunks.count)) }
-        chunks[index] = entries.allSatisfy(\.isNone) ? [] : entries
+        chunks[index] = isEmpty ? [] : entries
     }
 
     /// The entries of a chunk, `chunkEntries` long, for writing a checkpoint.

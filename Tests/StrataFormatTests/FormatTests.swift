@@ -139,3 +139,28 @@ import StrataTestSupport
         }
     }
 }
+
+@Suite struct TableChunkDecodeTests {
+    /// The in-place decoder recovery uses returns the entries and counts the present ones; an
+    /// invalid entry or a payload of the wrong size is a `FormatError`.
+    @Test func decodesInPlaceAndCountsPresentEntries() throws {
+        var entries = [PageLocation](repeating: .none, count: 1024)
+        for slot in stride(from: 3, to: 1024, by: 7) {
+            entries[slot] = PageLocation(segment: 2, offset: UInt32(64 + slot * 64), length: 64, lsn: UInt64(slot + 1))
+        }
+        let bytes = TableChunkCodec.encode(entries)
+        var present = 0
+        let decoded = try bytes.withUnsafeBytes { raw in
+            try [PageLocation](unsafeUninitializedCapacity: 1024) { buffer, initialized in
+                present = try TableChunkCodec.decode(raw, into: buffer)
+                initialized = 1024
+            }
+        }
+        #expect(decoded == entries)
+        #expect(present == entries.filter { !$0.isNone }.count)
+        var damaged = bytes
+        damaged[3 * PageLocation.encodedSize + 12] = 1  // reserved field of a present entry
+        #expect(throws: FormatError.self) { try TableChunkCodec.decode(damaged, entries: 1024) }
+        #expect(throws: FormatError.self) { try TableChunkCodec.decode(Array(bytes.dropLast()), entries: 1024) }
+    }
+}
