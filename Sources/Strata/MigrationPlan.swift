@@ -108,6 +108,13 @@ public struct MigrationStage {
         return false
     }
 
+    /// Whether the stage is custom at all (code or transforms): such a stage needs the
+    /// migration's rollback point.
+    var rewritesOrRunsCode: Bool {
+        if case .custom = kind { return true }
+        return false
+    }
+
     /// Whether the stage runs code of its own.
     var hasCode: Bool {
         switch kind {

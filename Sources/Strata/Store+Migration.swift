@@ -145,6 +145,12 @@ struct MigrationRunner {
                 throw StrataError.unknownModelVersion(stored: latest.schemaVersion, checksum: "\(latest.checksum)")
             }
             guard start < plan.steps.count else { return }
+            if plan.steps[start...].allSatisfy({ !($0.stage?.stage.rewritesOrRunsCode ?? false) }) {
+                // Only lightweight steps: one transaction registers every version in turn — atomic
+                // without a rollback point, and one sync instead of one per marker change.
+                try bindLightweightSteps(from: start, of: plan, stored: latest, records: records, started: started)
+                return
+            }
             stored = latest
             // One rollback point for the whole migration: its marker commits first (invariant 22).
             marker = try translatingErrors {
@@ -182,6 +188,26 @@ struct MigrationRunner {
 
     /// Leaves of a replaced tree freed per commit after a switch.
     static let leavesFreedPerCommit = 4_096
+
+    /// Binds the versions after `start` in one transaction (every remaining step lightweight),
+    /// reporting each step's progress once it is done.
+    /// - Throws: `StrataError.migrationFailed` (nothing stored) when a step is not possible.
+    private func bindLightweightSteps(from start: Int, of plan: MigrationPlanCheck, stored: CatalogVersion, records: RecordStore,
+                                      started: ContinuousClock.Instant) throws {
+        do {
+            _ = try translatingErrors { try records.bind(plan.versions[(start + 1)...].map(\.schema)) }
+        } catch {
+            throw StrataError.migrationFailed(MigrationFailureReport(
+                storePath: path, storedVersion: stored.schemaVersion, targetVersion: current.version, stageIndex: start,
+                stageCount: plan.steps.count, stageName: Self.name(ofStep: start, in: plan), category: .schemaChange, recordID: nil,
+                underlyingError: "\(error)", storeBytes: storeBytes(), seconds: Self.seconds(since: started)))
+        }
+        let meter = ProgressMeter(callback: configuration.migrationProgress, started: started, stageCount: plan.steps.count)
+        for step in start..<plan.steps.count {
+            meter.begin(stage: step, name: Self.name(ofStep: step, in: plan), isMetadataOnly: true)
+            meter.finish()
+        }
+    }
 
     /// A stage's failure: which part of it failed, and the record concerned when known.
     private struct StepFailure: Error {

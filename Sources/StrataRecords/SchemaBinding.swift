@@ -188,33 +188,50 @@ extension RecordStore {
     ///   (storing nothing) when records repeat a value of a unique attribute; `.corruptCatalog`;
     ///   `.registration` for an invalid schema.
     package func bind(_ schema: Schema) throws -> SchemaBinding {
+        try bind([schema])
+    }
+
+    /// Binds `schemas` in order, in one transaction: each is registered after the previous one
+    /// and must differ from it only in lightweight ways (as `bind(_:)` requires of one schema);
+    /// the catalog is written once and the indexes reconciled with the last. A migration whose
+    /// steps are all lightweight commits them together — atomically, with one sync.
+    /// - Throws: as `bind(_:)`; nothing is stored.
+    package func bind(_ schemas: [Schema]) throws -> SchemaBinding {
         try write { records in
-            var catalog = SchemaCatalog()
+            var original = SchemaCatalog()
             if let bytes = try records.catalogBytes() {
-                do { catalog = try SchemaCatalog.decode(bytes) } catch {
+                do { original = try SchemaCatalog.decode(bytes) } catch {
                     throw SchemaBindingError.corruptCatalog(reason: "\(error)")
                 }
             }
-            let registered: (catalog: SchemaCatalog, versionID: UInt32)
-            do { registered = try catalog.register(schema) } catch {
-                throw SchemaBindingError.registration("\(error)")
-            }
-            guard let version = registered.catalog.version(id: registered.versionID) else {
-                throw SchemaBindingError.registration("version \(registered.versionID) is missing after registration")
-            }
-            if let previous = catalog.latest, previous.id != version.id {
-                let differences = version.differences(from: previous)
-                func blocks(_ difference: SchemaDifference) -> Bool {
-                    if case .uniqueAdded = difference.change { return false }  // checked by the index build
-                    return !difference.isLightweight
+            var catalog = original
+            var registered: (catalog: SchemaCatalog, versionID: UInt32) = (original, original.latest?.id ?? 0)
+            var bound: CatalogVersion?
+            for schema in schemas {
+                do { registered = try catalog.register(schema) } catch {
+                    throw SchemaBindingError.registration("\(error)")
                 }
-                if differences.contains(where: blocks) {
-                    throw SchemaBindingError.schemaMismatch(
-                        stored: "\(previous.schemaVersion)", current: "\(version.schemaVersion)",
-                        differences: differences.filter { !$0.isLightweight } + differences.filter(\.isLightweight))
+                guard let version = registered.catalog.version(id: registered.versionID) else {
+                    throw SchemaBindingError.registration("version \(registered.versionID) is missing after registration")
                 }
+                if let previous = catalog.latest, previous.id != version.id {
+                    let differences = version.differences(from: previous)
+                    func blocks(_ difference: SchemaDifference) -> Bool {
+                        if case .uniqueAdded = difference.change { return false }  // checked by the index build
+                        return !difference.isLightweight
+                    }
+                    if differences.contains(where: blocks) {
+                        throw SchemaBindingError.schemaMismatch(
+                            stored: "\(previous.schemaVersion)", current: "\(version.schemaVersion)",
+                            differences: differences.filter { !$0.isLightweight } + differences.filter(\.isLightweight))
+                    }
+                }
+                catalog = registered.catalog
+                bound = version
             }
-            if registered.catalog != catalog { try records.setCatalog(registered.catalog.encoded()) }
+            guard let version = bound else { throw SchemaBindingError.registration("no schema to bind") }
+            let catalogChanged = registered.catalog != original
+            if catalogChanged { try records.setCatalog(registered.catalog.encoded()) }
             do { try records.reconcileIndexes(with: version) } catch let RecordTreeError.uniqueConstraintViolation(entityID, attributeID, recordID, existingID) {
                 throw SchemaBindingError.uniqueConstraintViolation(
                     entity: version.entity(id: entityID)?.name ?? "#\(entityID)",

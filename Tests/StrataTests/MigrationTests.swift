@@ -598,3 +598,44 @@ extension MigrationTests {
         try reopened.close()
     }
 }
+
+/// V2 → V3 with no stage: the unique constraint is checked by building its index.
+enum UniqueOnlyPlan: SchemaMigrationPlan {
+    static var schemas: [any VersionedSchema.Type] { [PeopleV1.self, PeopleV2.self, PeopleV3.self] }
+    static var stages: [MigrationStage] { [] }
+}
+
+extension MigrationTests {
+    @Test func lightweightOnlyStepsCommitTogetherOrNotAtAll() throws {
+        let fs = MemoryFileSystem()
+        try Self.createV1(at: "/store", count: 300, fileSystem: fs)  // names repeat after 200
+        let before = fs.allFiles()
+        // V1 → V2 → V3 in one transaction; V3's unique fullName fails on duplicate names: nothing stays.
+        do {
+            _ = try Store(at: "/store", schema: PeopleV3.self, migrationPlan: UniqueOnlyPlan.self, configuration: Store.Configuration(), fileSystem: fs)
+            Issue.record("a unique constraint the records break was accepted")
+        } catch StrataError.migrationFailed(let report) {
+            #expect(report.category == .schemaChange && report.stageIndex == 0 && report.stageCount == 2)
+            #expect(report.underlyingError.contains("fullName"), "\(report.underlyingError)")
+        }
+        #expect(fs.allFiles() == before)
+        // Without duplicates, both steps apply at once, in one commit.
+        let clean = MemoryFileSystem()
+        let store = try Store(at: "/store", schema: PeopleV1.self, migrationPlan: nil, configuration: Store.Configuration(), fileSystem: clean)
+        try store.write { transaction in for index in 0..<50 { try transaction.insert(PeopleV1.Person(fullName: "Unique \(index)", age: index)) } }
+        try store.close()
+        // Opening a current store syncs what recovery syncs; migrating both steps adds one commit.
+        let probe = try Store(at: "/store", schema: PeopleV1.self, migrationPlan: nil, configuration: Store.Configuration(), fileSystem: clean)
+        try probe.close()
+        let openSyncs = clean.counters.syncs
+        _ = try Store(at: "/store", schema: PeopleV1.self, migrationPlan: nil, configuration: Store.Configuration(), fileSystem: clean).close()
+        let syncsOfAnOpen = clean.counters.syncs - openSyncs
+        let syncsBefore = clean.counters.syncs
+        let migrated = try Store(at: "/store", schema: PeopleV3.self, migrationPlan: UniqueOnlyPlan.self, configuration: Store.Configuration(), fileSystem: clean)
+        #expect(clean.counters.syncs - syncsBefore == syncsOfAnOpen + 1)  // one durable commit for both steps
+        let people = try Context(migrated).fetch(FetchDescriptor<PeopleV3.Person>(sortBy: [RecordSort(\.years)])).map(\.record)
+        #expect(people == (0..<50).map { PeopleV3.Person(fullName: "Unique \($0)", years: $0, isFavorite: false, nickname: nil) })
+        try migrated.close()
+        #expect(try Store.storedSchema(at: "/store", fileSystem: clean)?.version == Schema.Version(3, 0, 0))
+    }
+}
