@@ -457,72 +457,37 @@ enum FixtureV2Backfill: VersionedSchema {
 
 // MARK: Plans
 
-enum FixtureAddedPlan: SchemaMigrationPlan {
-    static var schemas: [any VersionedSchema.Type] { [FixtureV1.self, FixtureV2Added.self] }
+/// V1, then `To` with no stage: the automatic lightweight path.
+enum AutomaticStep<To: VersionedSchema>: SchemaMigrationPlan {
+    static var schemas: [any VersionedSchema.Type] { [FixtureV1.self, To.self] }
     static var stages: [MigrationStage] { [] }
 }
-enum FixtureRemovedPlan: SchemaMigrationPlan {
-    static var schemas: [any VersionedSchema.Type] { [FixtureV1.self, FixtureV2Removed.self] }
-    static var stages: [MigrationStage] { [] }
+
+/// V1, then `To` through a declared lightweight stage.
+enum DeclaredStep<To: VersionedSchema>: SchemaMigrationPlan {
+    static var schemas: [any VersionedSchema.Type] { [FixtureV1.self, To.self] }
+    static var stages: [MigrationStage] { [.lightweight(fromVersion: FixtureV1.self, toVersion: To.self)] }
 }
+
+typealias FixtureAddedPlan = AutomaticStep<FixtureV2Added>
+typealias FixtureRemovedPlan = AutomaticStep<FixtureV2Removed>
 enum FixtureReaddedPlan: SchemaMigrationPlan {
     static var schemas: [any VersionedSchema.Type] { [FixtureV1.self, FixtureV2Removed.self, FixtureV3Readded.self] }
     static var stages: [MigrationStage] { [] }
 }
-enum FixtureRenamedAttributePlan: SchemaMigrationPlan {
-    static var schemas: [any VersionedSchema.Type] { [FixtureV1.self, FixtureV2RenamedAttribute.self] }
-    static var stages: [MigrationStage] { [] }
-}
-/// The same step as `FixtureRenamedAttributePlan`, declared.
-enum FixtureRenamedAttributeDeclaredPlan: SchemaMigrationPlan {
-    static var schemas: [any VersionedSchema.Type] { [FixtureV1.self, FixtureV2RenamedAttribute.self] }
-    static var stages: [MigrationStage] { [.lightweight(fromVersion: FixtureV1.self, toVersion: FixtureV2RenamedAttribute.self)] }
-}
-enum FixtureRenamedEntityPlan: SchemaMigrationPlan {
-    static var schemas: [any VersionedSchema.Type] { [FixtureV1.self, FixtureV2RenamedEntity.self] }
-    static var stages: [MigrationStage] { [] }
-}
-enum FixtureAddedEntityPlan: SchemaMigrationPlan {
-    static var schemas: [any VersionedSchema.Type] { [FixtureV1.self, FixtureV2AddedEntity.self] }
-    static var stages: [MigrationStage] { [] }
-}
-enum FixtureRemovedEntityPlan: SchemaMigrationPlan {
-    static var schemas: [any VersionedSchema.Type] { [FixtureV1.self, FixtureV2RemovedEntity.self] }
-    static var stages: [MigrationStage] { [] }
-}
-enum FixtureRelationshipsPlan: SchemaMigrationPlan {
-    static var schemas: [any VersionedSchema.Type] { [FixtureV1.self, FixtureV2Relationships.self] }
-    static var stages: [MigrationStage] { [] }
-}
-/// Also declared, for the relationship step.
-enum FixtureRelationshipsDeclaredPlan: SchemaMigrationPlan {
-    static var schemas: [any VersionedSchema.Type] { [FixtureV1.self, FixtureV2Relationships.self] }
-    static var stages: [MigrationStage] { [.lightweight(fromVersion: FixtureV1.self, toVersion: FixtureV2Relationships.self)] }
-}
-enum FixtureInheritancePlan: SchemaMigrationPlan {
-    static var schemas: [any VersionedSchema.Type] { [FixtureV1.self, FixtureV2Inheritance.self] }
-    static var stages: [MigrationStage] { [] }
-}
-enum FixtureInheritanceDeclaredPlan: SchemaMigrationPlan {
-    static var schemas: [any VersionedSchema.Type] { [FixtureV1.self, FixtureV2Inheritance.self] }
-    static var stages: [MigrationStage] { [.lightweight(fromVersion: FixtureV1.self, toVersion: FixtureV2Inheritance.self)] }
-}
-enum FixtureCodablePlan: SchemaMigrationPlan {
-    static var schemas: [any VersionedSchema.Type] { [FixtureV1.self, FixtureV2Codable.self] }
-    static var stages: [MigrationStage] { [] }
-}
-enum FixtureCodableDeclaredPlan: SchemaMigrationPlan {
-    static var schemas: [any VersionedSchema.Type] { [FixtureV1.self, FixtureV2Codable.self] }
-    static var stages: [MigrationStage] { [.lightweight(fromVersion: FixtureV1.self, toVersion: FixtureV2Codable.self)] }
-}
-enum FixtureCodableKeyedPlan: SchemaMigrationPlan {
-    static var schemas: [any VersionedSchema.Type] { [FixtureV1.self, FixtureV2CodableKeyed.self] }
-    static var stages: [MigrationStage] { [] }
-}
-enum FixtureCodableKeyedDeclaredPlan: SchemaMigrationPlan {
-    static var schemas: [any VersionedSchema.Type] { [FixtureV1.self, FixtureV2CodableKeyed.self] }
-    static var stages: [MigrationStage] { [.lightweight(fromVersion: FixtureV1.self, toVersion: FixtureV2CodableKeyed.self)] }
-}
+typealias FixtureRenamedAttributePlan = AutomaticStep<FixtureV2RenamedAttribute>
+typealias FixtureRenamedAttributeDeclaredPlan = DeclaredStep<FixtureV2RenamedAttribute>
+typealias FixtureRenamedEntityPlan = AutomaticStep<FixtureV2RenamedEntity>
+typealias FixtureAddedEntityPlan = AutomaticStep<FixtureV2AddedEntity>
+typealias FixtureRemovedEntityPlan = AutomaticStep<FixtureV2RemovedEntity>
+typealias FixtureRelationshipsPlan = AutomaticStep<FixtureV2Relationships>
+typealias FixtureRelationshipsDeclaredPlan = DeclaredStep<FixtureV2Relationships>
+typealias FixtureInheritancePlan = AutomaticStep<FixtureV2Inheritance>
+typealias FixtureInheritanceDeclaredPlan = DeclaredStep<FixtureV2Inheritance>
+typealias FixtureCodablePlan = AutomaticStep<FixtureV2Codable>
+typealias FixtureCodableDeclaredPlan = DeclaredStep<FixtureV2Codable>
+typealias FixtureCodableKeyedPlan = AutomaticStep<FixtureV2CodableKeyed>
+typealias FixtureCodableKeyedDeclaredPlan = DeclaredStep<FixtureV2CodableKeyed>
 enum FixtureBackfillPlan: SchemaMigrationPlan {
     static var schemas: [any VersionedSchema.Type] { [FixtureV1.self, FixtureV2Backfill.self] }
     static var stages: [MigrationStage] {
@@ -920,8 +885,4 @@ extension MigrationFixtureTests {
     }
 }
 
-/// The backfill step without its stage: not lightweight, so not a valid plan.
-enum FixtureV1ToBackfillWithoutStage: SchemaMigrationPlan {
-    static var schemas: [any VersionedSchema.Type] { [FixtureV1.self, FixtureV2Backfill.self] }
-    static var stages: [MigrationStage] { [] }
-}
+typealias FixtureV1ToBackfillWithoutStage = AutomaticStep<FixtureV2Backfill>
