@@ -154,7 +154,7 @@ public final class Context {
     /// with its progress.
     public func save() throws {
         guard hasChanges, !savesWithStage else { return }
-        try Self.write(changes, to: store)
+        try Self.write(changes, to: store, author: author)
         changes.removeAll()
         pendingUnique.removeAll()
     }
@@ -167,19 +167,22 @@ public final class Context {
     /// - Throws: as ``save()``; on error nothing is saved and the changes stay in the context.
     nonisolated(nonsending) public func save() async throws {
         guard hasChanges, !savesWithStage else { return }
-        let changes = changes, store = store
-        try await store.runOffTheCooperativePool { try Self.write(changes, to: store) }
+        let changes = changes, store = store, author = author
+        try await store.runOffTheCooperativePool { try Self.write(changes, to: store, author: author) }
         self.changes.removeAll()
         pendingUnique.removeAll()
     }
 
     /// Writes `changes` in one record-store transaction (relationships maintained, unique
     /// values checked: see ``save()``).
-    private static func write(_ changes: [UInt32: [UInt64: Change]], to store: Store,
+    private static func write(_ changes: [UInt32: [UInt64: Change]], to store: Store, author: String?,
                               alsoWriting extra: ((RecordTransaction) throws -> Void)? = nil) throws {
         try store.checkWritable()
         try store.translating {
             try store.records.write(durability: store.configuration.durability.pageLogDurability) { transaction in
+                store.beginJournal(transaction, author: author)
+                // A migration stage's closures: their changes are summarized per entity.
+                if extra != nil { transaction.history?.summarizes = true }
                 let graph = GraphTransaction(store: store, transaction: transaction)
                 for (entityID, entityChanges) in changes {
                     for (id, change) in entityChanges {
@@ -198,7 +201,7 @@ public final class Context {
     /// Commits every unsaved change and `extra`'s writes (the stage's progress) in one
     /// durable transaction — what a migration stage does with its closures' contexts.
     func saveWithStage(_ extra: @escaping (RecordTransaction) throws -> Void) throws {
-        try Self.write(changes, to: store, alsoWriting: extra)
+        try Self.write(changes, to: store, author: author, alsoWriting: extra)
         changes.removeAll()
         pendingUnique.removeAll()
     }

@@ -195,7 +195,7 @@ struct MigrationRunner {
     private func bindLightweightSteps(from start: Int, of plan: MigrationPlanCheck, stored: CatalogVersion, records: RecordStore,
                                       started: ContinuousClock.Instant) throws {
         do {
-            _ = try translatingErrors { try records.bind(plan.versions[(start + 1)...].map(\.schema)) }
+            _ = try translatingErrors { try records.bind(plan.versions[(start + 1)...].map(\.schema), journal: Store.migrationJournal(configuration)) }
         } catch {
             throw StrataError.migrationFailed(MigrationFailureReport(
                 storePath: path, storedVersion: stored.schemaVersion, targetVersion: current.version, stageIndex: start,
@@ -241,7 +241,7 @@ struct MigrationRunner {
             }
         }
         guard case .custom(let willMigrate, let didMigrate, let transforms, let batchSize, let rejected)? = plan.steps[step].stage?.stage.kind else {
-            _ = try attributing(.schemaChange) { try translatingErrors { try records.bind(to.schema) } }
+            _ = try attributing(.schemaChange) { try translatingErrors { try records.bind(to.schema, journal: Store.migrationJournal(configuration)) } }
             try translatingErrors { try records.write(advance) }
             return
         }
@@ -289,7 +289,10 @@ struct MigrationRunner {
                 try translatingErrors {
                     do {
                         try records.write { transaction in
+                            Store.beginJournal(transaction, author: Store.migrationAuthor, configuration: configuration)
+                            transaction.recordShadowCounts()
                             try transaction.switchToShadows(version: target)
+                            try transaction.history?.recordSchemaChange(to: target.schemaVersion)
                             transaction.updateMigration { $0.phase = .switched }
                         }
                     } catch let RecordTreeError.uniqueConstraintViolation(entityID, attributeID, recordID, existingID) {

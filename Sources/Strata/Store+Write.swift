@@ -14,12 +14,15 @@ extension Store {
     /// One write transaction runs at a time (others, and `Context.save()`, wait for it).
     /// Readers keep reading the state before it until it commits.
     ///
+    /// The transaction is journaled as `author`'s (see `Context.author` and `fetchHistory`).
+    ///
     /// - Throws: what `body` throws; storage errors; `.recordCoding`, `.unknownEntity`;
     ///   `.readOnly` for a store opened read-only.
-    public func write<T>(_ body: (WriteTransaction) throws -> T) throws -> T {
+    public func write<T>(author: String? = nil, _ body: (WriteTransaction) throws -> T) throws -> T {
         try checkWritable()
         return try translating {
             try records.write(durability: configuration.durability.pageLogDurability) { transaction in
+                beginJournal(transaction, author: author)
                 let writeTransaction = WriteTransaction(store: self, transaction: transaction)
                 defer { writeTransaction.releaseUnusedIDs() }
                 let result = try body(writeTransaction)
@@ -34,8 +37,8 @@ extension Store {
     /// `.durable`) the sync run on a thread of its own while the calling task is suspended.
     /// A transaction that has started is not cancelled with its task.
     /// - Throws: as the synchronous `write`.
-    public func write<T: Sendable>(_ body: @escaping @Sendable (WriteTransaction) throws -> T) async throws -> T {
-        try await runOffTheCooperativePool { try self.write(body) }
+    public func write<T: Sendable>(author: String? = nil, _ body: @escaping @Sendable (WriteTransaction) throws -> T) async throws -> T {
+        try await runOffTheCooperativePool { try self.write(author: author, body) }
     }
 
     /// Opens (creating when missing) the store at `path` for `schema`, as

@@ -47,6 +47,8 @@ public final class Store: Sendable {
         /// switch it is retired: its reads then throw `StrataError.migrationRequired` (reads
         /// begun before go on). `Store.opening(…)` delivers it as `.oldVersionReadable`.
         public var migrationOldVersion: (@Sendable (Store) -> Void)?
+        /// The history journal: on by default, keeping 30 days and at most 64 MiB.
+        public var history = History()
 
         /// The defaults.
         public init() {}
@@ -69,6 +71,8 @@ public final class Store: Sendable {
     /// Per entity id, its unique attributes and the key of records lacking a value; fixed at
     /// open (only binding changes indexes, and only one instance writes a store).
     let uniqueAttributes: [UInt32: [(attributeID: UInt32, defaultKey: [UInt8])]]
+    /// Per entity id, the attributes whose values a deleted record leaves in the journal.
+    let tombstoneAttributes: [UInt32: Set<UInt32>]
     /// How many fetches read an index, and how many scanned (per entity tree read).
     let fetchPlans = FetchPlanCounts()
     /// Next identifier to hand out per root entity id (ids are reserved in memory at insert,
@@ -109,7 +113,7 @@ public final class Store: Sendable {
         self.ownsLog = ownsLog
         do {
             binding = try configuration.isReadOnly ? Self.readOnlyBinding(records, schema: schema)
-                                                   : translatingErrors { try records.bind(schema) }
+                                                   : translatingErrors { try records.bind(schema, journal: Self.migrationJournal(configuration)) }
             model = EntityModel(version: binding.version)
             let snapshot = try translatingErrors { try records.snapshot() }
             // A hierarchy's ids come from its root's counter: start it above every counter of
@@ -126,6 +130,7 @@ public final class Store: Sendable {
                 if !attributes.isEmpty { uniques[entityID] = attributes }
             }
             uniqueAttributes = uniques
+            tombstoneAttributes = Self.tombstoneAttributes(of: schema, binding: binding)
         }
         self.records = records
     }

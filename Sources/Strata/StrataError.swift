@@ -73,6 +73,13 @@ public enum StrataError: Error, Sendable, Equatable, CustomStringConvertible {
     /// A migration stage failed; the store is exactly as it was before the migration began,
     /// every file byte for byte. The report says where and why.
     case migrationFailed(MigrationFailureReport)
+    /// The history asked for starts after `requested`, but the journal no longer holds every
+    /// transaction after it: it is complete only after `oldestAvailable` (older transactions
+    /// were deleted by retention or `deleteHistory`, or committed with the journal off). Start
+    /// over from the current data, then from `Store.currentHistoryToken()`.
+    case historyTruncated(requested: HistoryToken, oldestAvailable: HistoryToken)
+    /// A history consumer name that cannot be registered.
+    case invalidHistoryConsumer(name: String, reason: String)
 
     /// Whether the device or quota was full (`ENOSPC` or `EDQUOT` on Linux).
     public var isOutOfSpace: Bool {
@@ -121,6 +128,9 @@ public enum StrataError: Error, Sendable, Equatable, CustomStringConvertible {
                 + "migrations; this instance (not the owner, or read-only) changed nothing"
         case .readOnly: "the store was opened read-only"
         case .storeNotFound(let path): "there is no store at \(path)"
+        case .historyTruncated(let requested, let oldest):
+            "the history after \(requested) is no longer complete: the journal holds every transaction only after \(oldest)"
+        case .invalidHistoryConsumer(let name, let reason): "history consumer \"\(name)\": \(reason)"
         }
     }
 

@@ -83,12 +83,18 @@ package struct RecordSnapshot: Sendable {
 package final class RecordTransaction {
     let transaction: WriteTransaction
     let options: RecordTreeOptions
-    private(set) var root: StoreRoot
-    private var trees: [UInt32: RecordTreeWriter] = [:]
+    var root: StoreRoot
+    var trees: [UInt32: RecordTreeWriter] = [:]
     /// Shadow trees of the running migration stage, by entity id.
     private var shadowTrees: [UInt32: RecordTreeWriter] = [:]
     private var indexWriters: [StoreRoot.IndexID: IndexTreeWriter] = [:]
-    private var rootChanged = false
+    var rootChanged = false
+    /// The journal of this transaction's record changes, once `journal(…)` started it.
+    package internal(set) var history: HistoryRecorder?
+    /// The journal's tree, once this transaction changes it.
+    var historyTree: RecordTreeWriter?
+    /// How much history may be kept (applied when this transaction journals).
+    package var historyLimits = HistoryLimits()
 
     init(transaction: WriteTransaction, root: StoreRoot, options: RecordTreeOptions) {
         self.transaction = transaction
@@ -103,6 +109,7 @@ package final class RecordTransaction {
         let tree = RecordTreeWriter(transaction: transaction, root: root.entities[entityID]?.tree ?? .empty, entityID: entityID,
                                     schemaVersion: schemaVersion, options: options)
         trees[entityID] = tree
+        tree.journal = history
         attachIndexes(of: entityID)
         return tree
     }
@@ -176,6 +183,7 @@ package final class RecordTransaction {
     }
 
     func finish() throws {
+        var recordsChanged = false
         for (entityID, tree) in trees.sorted(by: { $0.key < $1.key }) {
             let treeRoot = try tree.finish()
             var entity = root.entities[entityID] ?? StoreRoot.EntityTree()
@@ -184,7 +192,9 @@ package final class RecordTransaction {
                 root.entities[entityID] = entity
                 rootChanged = true
             }
+            recordsChanged = recordsChanged || tree.changed
         }
+        try finishHistory(recordsChanged: recordsChanged)
         for (id, writer) in indexWriters.sorted(by: { $0.key < $1.key }) {
             let treeRoot = try writer.finish()
             guard var index = root.indexes[id] else { continue }

@@ -185,28 +185,70 @@ package struct RecordTreeReader: Sendable {
                 stack.append((top.pageID, next + 1))
                 stack.append((node.bytes.withUnsafeBytes { Self.child($0, next) }, -1))
             }
-            if let node: CachedNode = try cache.cached(top.pageID, in: snapshot) {
-                switch node.kind {
-                case .interior: interior(node)
-                case .leaf: if try !node.bytes.withUnsafeBytes({ try leaf($0, count: node.count) }) { return }
-                }
-                continue
-            }
-            let proceed = try pages.withPage(top.pageID) { raw -> Bool in
-                guard raw.first == NodeKind.leaf.rawValue else {
-                    let node = try CachedNode(pageID: top.pageID, bytes: Array(raw))
-                    cache.insert(node, pageID: top.pageID, lsn: snapshot.location(of: top.pageID).lsn)
-                    interior(node)
-                    return true
-                }
-                let count: Int
-                do { count = try LeafView.validate(raw) } catch let error as FormatError {
-                    throw RecordTreeError.corruptNode(pageID: top.pageID, reason: error.reason)
-                }
-                return try leaf(raw, count: count)
-            }
-            guard let proceed else { throw RecordTreeError.missingPage(pageID: top.pageID) }
-            if !proceed { return }
+            if try !visit(top.pageID, pages, interior: interior, leaf: leaf) { return }
         }
+    }
+
+    /// Calls `body` with every record in descending id order, starting at `start` (the
+    /// largest id at most `start`), until it returns false. Nodes are read as `scan` reads them.
+    package func scanBackward(from start: UInt64 = .max, _ body: (UInt64, UnsafeRawBufferPointer) throws -> Bool) throws {
+        guard root.rootPageID != 0 else { return }
+        let pages = SequentialPageReader(snapshot, mapped: true)
+        // `next`: the child to visit next, counting down (`nil`: the node was not entered yet).
+        var stack: [(pageID: UInt64, next: Int?)] = [(root.rootPageID, nil)]
+        while let top = stack.popLast() {
+            guard stack.count < 64 else { throw RecordTreeError.corruptNode(pageID: top.pageID, reason: "tree deeper than 64 levels") }
+            func leaf(_ raw: UnsafeRawBufferPointer, count: Int) throws -> Bool {
+                let view = LeafView(validated: raw, count: count)
+                let (found, position) = view.search(start)
+                var index = found ? position : position - 1
+                while index >= 0 {
+                    if view.isOverflow(index) {
+                        let whole = try resolveOverflow(Array(view.bytes(index)), pageID: top.pageID)
+                        if try !whole.withUnsafeBytes({ try body(view.id(index), $0) }) { return false }
+                    } else if try !body(view.id(index), view.bytes(index)) {
+                        return false
+                    }
+                    index -= 1
+                }
+                return true
+            }
+            func interior(_ node: CachedNode) {
+                let next = top.next ?? node.bytes.withUnsafeBytes { raw in
+                    InteriorNode.childIndex(for: start, count: node.count) { Self.firstID(raw, $0) }
+                }
+                guard next >= 0, next < node.count else { return }
+                if next > 0 { stack.append((top.pageID, next - 1)) }
+                stack.append((node.bytes.withUnsafeBytes { Self.child($0, next) }, nil))
+            }
+            if try !visit(top.pageID, pages, interior: interior, leaf: leaf) { return }
+        }
+    }
+
+    /// Visits one node of a scan: an interior node (cached once read) goes to `interior`, a
+    /// leaf's validated bytes to `leaf`. Returns what `leaf` returned (true for an interior).
+    private func visit(_ pageID: UInt64, _ pages: SequentialPageReader, interior: (CachedNode) -> Void,
+                       leaf: (UnsafeRawBufferPointer, Int) throws -> Bool) throws -> Bool {
+        if let node: CachedNode = try cache.cached(pageID, in: snapshot) {
+            switch node.kind {
+            case .interior: interior(node); return true
+            case .leaf: return try node.bytes.withUnsafeBytes { try leaf($0, node.count) }
+            }
+        }
+        let proceed = try pages.withPage(pageID) { raw -> Bool in
+            guard raw.first == NodeKind.leaf.rawValue else {
+                let node = try CachedNode(pageID: pageID, bytes: Array(raw))
+                cache.insert(node, pageID: pageID, lsn: snapshot.location(of: pageID).lsn)
+                interior(node)
+                return true
+            }
+            let count: Int
+            do { count = try LeafView.validate(raw) } catch let error as FormatError {
+                throw RecordTreeError.corruptNode(pageID: pageID, reason: error.reason)
+            }
+            return try leaf(raw, count)
+        }
+        guard let proceed else { throw RecordTreeError.missingPage(pageID: pageID) }
+        return proceed
     }
 }

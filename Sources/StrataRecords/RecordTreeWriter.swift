@@ -27,6 +27,8 @@ package final class RecordTreeWriter {
     @exclusivity(unchecked) private(set) var root: RecordTreeRoot
     /// The entity's indexes, kept in step with every change (set by `RecordTransaction`).
     var indexes: EntityIndexes?
+    /// The transaction's history journal, told of every change (set by `RecordTransaction`).
+    var journal: HistoryRecorder?
     @exclusivity(unchecked) private var nodes: TreeNodes<Node>
     /// The leaf the last operation used, the path to it and the id range it covers: runs of
     /// nearby ids (bulk inserts) skip the descent. Cleared by every structural change.
@@ -34,6 +36,8 @@ package final class RecordTreeWriter {
     /// The page last marked dirty, which stays dirty (and the same node) until the dirty nodes
     /// are written or it is discarded; 0 for none (no node has page id 0).
     @exclusivity(unchecked) private var lastMarked: UInt64 = 0
+    /// Whether this writer changed the tree.
+    @exclusivity(unchecked) package private(set) var changed = false
 
     package init(transaction: WriteTransaction, root: RecordTreeRoot, entityID: UInt32, schemaVersion: UInt32,
                  options: RecordTreeOptions = RecordTreeOptions()) {
@@ -83,6 +87,7 @@ package final class RecordTreeWriter {
         var (path, leafID, leaf, _) = try findLeaf(id)
         let (found, index) = leaf.node.search(id)
         guard found else { return false }
+        if let journal { try journal.recordDelete(entityID: entityID, id: id, old: try materialize(leaf.node, index)) }
         if leaf.node.isOverflow(index) { try freeOverflow(leaf.node, index) }
         leaf.node.remove(at: index)
         root.count -= 1
@@ -181,6 +186,15 @@ package final class RecordTreeWriter {
             if old == nil && mustExist { return false }
             if old != nil && mustNotExist { throw RecordTreeError.duplicateID(id) }
             try indexes.replace(id, old: old, new: bytes, records: self)
+        }
+        if let journal {
+            // Told before the tree changes; an insert of an existing id throws below, and the
+            // transaction with it.
+            if root.rootPageID != 0, !mustNotExist, let old = try get(id) {
+                try journal.recordUpdate(entityID: entityID, id: id, old: old, new: bytes)
+            } else if !mustExist {
+                try journal.recordInsert(entityID: entityID, id: id)
+            }
         }
         let (stored, overflow) = try storedForm(bytes)
         if root.rootPageID == 0 {
@@ -376,9 +390,11 @@ package final class RecordTreeWriter {
         guard pageID != lastMarked else { return }
         nodes.markDirty(pageID, node)
         lastMarked = pageID
+        changed = true
     }
 
     private func discard(_ pageID: UInt64) throws {
+        changed = true
         hint = nil
         lastMarked = 0
         nodes.forget(pageID)

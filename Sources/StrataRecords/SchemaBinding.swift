@@ -187,16 +187,18 @@ extension RecordStore {
     ///   from the store's newest version in a way that is not lightweight; `.uniqueConstraintViolation`
     ///   (storing nothing) when records repeat a value of a unique attribute; `.corruptCatalog`;
     ///   `.registration` for an invalid schema.
-    package func bind(_ schema: Schema) throws -> SchemaBinding {
-        try bind([schema])
+    package func bind(_ schema: Schema, journal: ((RecordTransaction) throws -> Void)? = nil) throws -> SchemaBinding {
+        try bind([schema], journal: journal)
     }
 
     /// Binds `schemas` in order, in one transaction: each is registered after the previous one
     /// and must differ from it only in lightweight ways (as `bind(_:)` requires of one schema);
     /// the catalog is written once and the indexes reconciled with the last. A migration whose
     /// steps are all lightweight commits them together — atomically, with one sync.
+    /// `journal`, when the catalog gains a version (the store had one before), starts the
+    /// transaction's history entry; the entry then records the new schema version.
     /// - Throws: as `bind(_:)`; nothing is stored.
-    package func bind(_ schemas: [Schema]) throws -> SchemaBinding {
+    package func bind(_ schemas: [Schema], journal: ((RecordTransaction) throws -> Void)? = nil) throws -> SchemaBinding {
         try write { records in
             var original = SchemaCatalog()
             if let bytes = try records.catalogBytes() {
@@ -232,6 +234,10 @@ extension RecordStore {
             guard let version = bound else { throw SchemaBindingError.registration("no schema to bind") }
             let catalogChanged = registered.catalog != original
             if catalogChanged { try records.setCatalog(registered.catalog.encoded()) }
+            if catalogChanged, original.latest != nil, original.latest?.id != version.id, let journal {
+                try journal(records)
+                try records.history?.recordSchemaChange(to: version.schemaVersion)
+            }
             do { try records.reconcileIndexes(with: version) } catch let RecordTreeError.uniqueConstraintViolation(entityID, attributeID, recordID, existingID) {
                 throw SchemaBindingError.uniqueConstraintViolation(
                     entity: version.entity(id: entityID)?.name ?? "#\(entityID)",

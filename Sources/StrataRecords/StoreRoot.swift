@@ -8,7 +8,8 @@ import StrataFormat
 /// store-root := "SROT" version:u16 reserved:u16 catalogPage:u64 entityCount:u32 indexCount:u32
 ///               entity{entityCount}               ; ascending entity id
 ///               index{indexCount}                 ; ascending (entity id, attribute id); version 2 only
-///               migration?                        ; version 3 only
+///               history?                          ; version 4 only
+///               migration?                        ; version 3, or version 4 with flag 1
 /// entity     := entityID:u32 reserved:u32 rootPage:u64 count:u64 nextRowID:u64   ; 32 bytes
 /// index      := entityID:u32 attributeID:u32 rootPage:u64 count:u64 flags:u32 defaultLength:u32
 ///               defaultKey:byte{defaultLength}
@@ -19,6 +20,9 @@ import StrataFormat
 /// readers), version 2 otherwise; in version 1 `indexCount` is reserved and must be 0.
 /// Version 3 is written only while a migration stage runs (it has the `migration` marker;
 /// readers that predate it refuse the store instead of writing into a half-migrated one).
+/// Version 4 is written once the store has a history journal (its `reserved` field is then
+/// `flags`: 1 = a migration marker follows the history root); readers that predate the
+/// journal refuse it instead of committing changes it would not record.
 package struct StoreRoot: Equatable, Sendable {
     /// Fixed page id of the store root.
     package static let pageID: UInt64 = 0
@@ -78,8 +82,11 @@ package struct StoreRoot: Equatable, Sendable {
     static let indexFixedSize = 32
     static let uniqueFlag: UInt32 = 1
 
-    /// The migration in progress, if any (version 3 roots only).
+    /// The migration in progress, if any (version 3 roots, or version 4 with flag 1).
     package var migration: MigrationMarker?
+    /// The history journal, once the store has one (version 4 roots).
+    package var history: HistoryRoot?
+    static let migrationFlag: UInt16 = 1
 
     /// The first page of the stored schema catalog, 0 when none was stored yet.
     package var catalogPageID: UInt64 = 0
@@ -96,8 +103,13 @@ package struct StoreRoot: Equatable, Sendable {
     package func encoded() -> [UInt8] {
         var writer = ByteWriter(capacity: Self.headerSize + entities.count * Self.entitySize + indexes.count * Self.indexFixedSize)
         writer.append(bytes: Self.magic)
-        writer.append(UInt16(migration != nil ? 3 : indexes.isEmpty ? 1 : 2))
-        writer.append(UInt16(0))
+        if history != nil {
+            writer.append(UInt16(4))
+            writer.append(migration != nil ? Self.migrationFlag : 0)
+        } else {
+            writer.append(UInt16(migration != nil ? 3 : indexes.isEmpty ? 1 : 2))
+            writer.append(UInt16(0))
+        }
         writer.append(catalogPageID)
         writer.append(UInt32(entities.count))
         writer.append(UInt32(indexes.count))
@@ -117,6 +129,7 @@ package struct StoreRoot: Equatable, Sendable {
             writer.append(UInt32(index.defaultKey.count))
             writer.append(bytes: index.defaultKey)
         }
+        history?.append(to: &writer)
         if let migration { migration.append(to: &writer) }
         return writer.bytes
     }
@@ -126,17 +139,21 @@ package struct StoreRoot: Equatable, Sendable {
             var reader = ByteReader(raw)
             guard try reader.readBytes(4, "magic") == magic else { throw FormatError("bad store root magic", at: 0) }
             let version = try reader.read(UInt16.self, "version")
-            guard (1...3).contains(version) else {
+            guard (1...4).contains(version) else {
                 throw FormatError("store root version \(version) is not supported", at: 4, unsupportedVersion: version)
             }
-            guard try reader.read(UInt16.self, "reserved") == 0 else { throw FormatError("reserved store root field is not zero", at: 6) }
+            let flags = try reader.read(UInt16.self, "flags")
+            guard flags == 0 || (version == 4 && flags == migrationFlag) else {
+                throw FormatError(version == 4 ? "unknown store root flags \(flags)" : "reserved store root field is not zero", at: 6)
+            }
+            let hasMigration = version == 3 || flags == migrationFlag
             var root = StoreRoot()
             root.catalogPageID = try reader.read(UInt64.self, "catalog page")
             let count = Int(try reader.read(UInt32.self, "entity count"))
             let indexCount = Int(try reader.read(UInt32.self, "index count"))
             guard version != 1 || indexCount == 0 else { throw FormatError("reserved store root field is not zero", at: 20) }
             guard version != 2 || indexCount > 0 else { throw FormatError("a version 2 store root without indexes", at: 20) }
-            let markerSize = version == 3 ? MigrationMarker.fixedSize : 0
+            let markerSize = (hasMigration ? MigrationMarker.fixedSize : 0) + (version == 4 ? HistoryRoot.fixedSize : 0)
             guard count <= maximumEntities, indexCount <= maximumEntities,
                   version == 1 ? reader.remaining == count * entitySize
                       : reader.remaining >= count * entitySize + indexCount * indexFixedSize + markerSize else {
@@ -177,7 +194,8 @@ package struct StoreRoot: Equatable, Sendable {
                 }
                 root.indexes[id] = Index(isUnique: flags & uniqueFlag != 0, defaultKey: defaultKey, tree: tree)
             }
-            if version == 3 { root.migration = try MigrationMarker.read(from: &reader) }
+            if version == 4 { root.history = try HistoryRoot.read(from: &reader) }
+            if hasMigration { root.migration = try MigrationMarker.read(from: &reader) }
             guard reader.remaining == 0 else { throw FormatError("\(reader.remaining) bytes after the store root's last index", at: reader.position) }
             return root
         }

@@ -639,3 +639,57 @@ extension MigrationTests {
         #expect(try Store.storedSchema(at: "/store", fileSystem: clean)?.version == Schema.Version(3, 0, 0))
     }
 }
+
+extension MigrationTests {
+    /// The transactions a migration journaled: those authored `migration` after `token`.
+    static func migrationHistory(_ store: Store, after token: HistoryToken) throws -> [HistoryTransaction] {
+        try store.fetchHistory(HistoryDescriptor(after: token)).filter { $0.author == "migration" }
+    }
+
+    @Test func aLightweightMigrationIsOneJournaledTransactionWithoutRecordChanges() throws {
+        let folder = try temporaryDirectory()
+        defer { removeDirectory(folder) }
+        try Self.createV1(at: folder, count: 100)
+        let store = try Store(at: folder, schema: PeopleV2.self, migrationPlan: AutomaticPlan.self)
+        let history = try store.fetchHistory()
+        #expect(history.count == 2)
+        #expect(history[0].author == nil && history[0].changes.count == 100 && history[0].schemaVersion == nil)
+        #expect(history[1].author == "migration")
+        #expect(history[1].schemaVersion == Schema.Version(2, 0, 0))
+        #expect(history[1].changes.isEmpty)
+        // Filtered to an entity, a migration that changed none of its records is left out.
+        #expect(try store.fetchHistory(HistoryDescriptor(after: nil, entities: [PeopleV2.Person.self])).count == 1)
+        try store.close()
+    }
+
+    @Test func aCustomStageIsJournaledPerEntityNotPerRecord() throws {
+        transformCalls = 0
+        failingAge = nil
+        let folder = try temporaryDirectory()
+        defer { removeDirectory(folder) }
+        try Self.createV1(at: folder, count: 1_000)
+        let store = try Store(at: folder, schema: PeopleSplitNames.self, migrationPlan: SplitPlan.self)
+        let migration = try Self.migrationHistory(store, after: HistoryToken(rawValue: 1))
+        #expect(migration.count == 1)
+        #expect(migration.first?.schemaVersion == PeopleSplitNames.versionIdentifier)
+        #expect(migration.first?.changes.map(\.kind) == [.migration])
+        #expect(migration.first?.changes.first?.entityName == "Person")
+        #expect(migration.first?.changes.first?.migratedRecords == HistoryChange.MigrationCounts(inserted: 0, updated: 1_000, deleted: 0))
+        try store.close()
+
+        // willMigrate's and didMigrate's changes are summarized too.
+        injectedStageFault = nil
+        skipDeduplication = false
+        let full = try temporaryDirectory()
+        defer { removeDirectory(full) }
+        try Self.createV1(at: full, count: 1_000)  // 200 distinct names: willMigrate deletes 800 records
+        let migrated = try Store(at: full, schema: PeopleV3.self, migrationPlan: FullPlan.self)
+        let transactions = try Self.migrationHistory(migrated, after: HistoryToken(rawValue: 1))
+        let counts = transactions.flatMap { $0.changes }.compactMap(\.migratedRecords)
+        #expect(counts.contains(HistoryChange.MigrationCounts(inserted: 0, updated: 0, deleted: 800)))
+        #expect(counts.contains(HistoryChange.MigrationCounts(inserted: 0, updated: 100, deleted: 0)))  // even years among the 200 kept
+        #expect(transactions.allSatisfy { $0.changes.allSatisfy { $0.kind == .migration } })
+        #expect(transactions.compactMap(\.schemaVersion) == [Schema.Version(2, 0, 0), Schema.Version(3, 0, 0)])
+        try migrated.close()
+    }
+}

@@ -1,0 +1,305 @@
+import StrataFormat
+import StrataSchema
+
+/// One change a journal entry records (Docs/FileFormat.md, "History journal").
+package enum HistoryOperation: Equatable, Sendable {
+    /// Records `firstID ..< firstID + count` of the entity were inserted.
+    case insert(entityID: UInt32, firstID: UInt64, count: UInt64)
+    /// A record changed: `changed` lists the attribute ids whose value differs (ascending);
+    /// `old` and `new` are records (record encoding) holding those attributes' old and new
+    /// values (an absent attribute had, or has, no value).
+    case update(entityID: UInt32, id: UInt64, changed: [UInt32], old: [UInt8], new: [UInt8])
+    /// A record was deleted; `tombstone` is a record holding the values of its attributes
+    /// marked `preserveValueOnDeletion`.
+    case delete(entityID: UInt32, id: UInt64, tombstone: [UInt8])
+    /// A migration changed the entity's records: how many it inserted, rewrote and deleted.
+    case migration(entityID: UInt32, inserted: UInt64, updated: UInt64, deleted: UInt64)
+    /// A migration moved the store to this schema version.
+    case schema(Schema.Version)
+
+    /// The entity the change is about (nil: a schema change).
+    package var entityID: UInt32? {
+        switch self {
+        case .insert(let entityID, _, _), .update(let entityID, _, _, _, _), .delete(let entityID, _, _),
+             .migration(let entityID, _, _, _): entityID
+        case .schema: nil
+        }
+    }
+}
+
+/// One journaled transaction, as read back.
+package struct HistoryEntry: Equatable, Sendable {
+    package var token: UInt64
+    /// Microseconds since 1970.
+    package var timestamp: Int64
+    package var author: String?
+    package var operations: [HistoryOperation]
+
+    package init(token: UInt64, timestamp: Int64, author: String?, operations: [HistoryOperation]) {
+        self.token = token
+        self.timestamp = timestamp
+        self.author = author
+        self.operations = operations
+    }
+}
+
+/// The byte form of a journal entry's parts.
+///
+/// ```
+/// part      := version:u8 (1) flags:u8 (0) header? operation*     ; header in part 0 only
+/// header    := timestamp:i64 author:varint (0: none, else length + 1) byte{length}
+/// operation := 1 entity:varint firstID:varint count:varint                     ; insert run
+///            | 2 entity:varint id:varint changedCount:varint attribute:varint{changedCount}
+///                old:varint-length-prefixed-record new:varint-length-prefixed-record
+///            | 3 entity:varint id:varint tombstone:varint-length-prefixed-record
+///            | 4 entity:varint inserted:varint updated:varint deleted:varint     ; migration
+///            | 5 major:varint minor:varint patch:varint                           ; schema version
+/// ```
+package enum HistoryCodec {
+    static let version: UInt8 = 1
+    /// A part is closed once it holds this many bytes, so parts stay in their leaf (below the
+    /// tree's inline record limit) unless one operation alone is larger.
+    static let partTarget = 1_900
+
+    /// The header of a part 0 and the author, or throws.
+    package static func decodePart(_ raw: UnsafeRawBufferPointer, isFirst: Bool, into entry: inout HistoryEntry) throws(FormatError) {
+        try decodingFormat {
+            var reader = ByteReader(raw)
+            let version = try reader.read(UInt8.self, "history part version")
+            guard version == Self.version else {
+                throw FormatError("history part version \(version) is not supported", at: 0, unsupportedVersion: UInt16(version))
+            }
+            guard try reader.read(UInt8.self, "history part flags") == 0 else { throw FormatError("history part flags are not zero", at: 1) }
+            if isFirst {
+                entry.timestamp = try reader.read(Int64.self, "timestamp")
+                let length = try reader.readVarint(atMost: reader.remaining + 1, "author length")
+                if length > 0 {
+                    let bytes = try reader.readBytes(length - 1, "author")
+                    guard let author = String(validating: bytes, as: UTF8.self) else { throw FormatError("author is not UTF-8", at: reader.position) }
+                    entry.author = author
+                }
+            }
+            while reader.remaining > 0 {
+                let at = reader.position
+                let kind = try reader.read(UInt8.self, "operation kind")
+                if kind == 5 {
+                    func part(_ what: String) throws -> UInt32 {
+                        let value = try reader.readVarint(what)
+                        guard value <= UInt64(UInt32.max) else { throw FormatError("\(what) \(value) out of range", at: at) }
+                        return UInt32(value)
+                    }
+                    entry.operations.append(.schema(Schema.Version(try part("major"), try part("minor"), try part("patch"))))
+                    continue
+                }
+                let entity = try entityID(&reader)
+                switch kind {
+                case 1:
+                    let first = try reader.readVarint("first id")
+                    let count = try reader.readVarint("count")
+                    guard count >= 1, first >= 1, first <= UInt64.max - count else { throw FormatError("insert run of \(count) from \(first)", at: at) }
+                    entry.operations.append(.insert(entityID: entity, firstID: first, count: count))
+                case 2:
+                    let id = try reader.readVarint("record id")
+                    let count = try reader.readVarint(atMost: reader.remaining, "changed count")
+                    var changed: [UInt32] = []
+                    changed.reserveCapacity(count)
+                    for _ in 0..<count {
+                        let attribute = try reader.readVarint("attribute id")
+                        guard attribute <= UInt64(UInt32.max), changed.last.map({ UInt64($0) < attribute }) ?? true else {
+                            throw FormatError("changed attribute ids do not ascend", at: reader.position)
+                        }
+                        changed.append(UInt32(attribute))
+                    }
+                    let old = try reader.readLengthPrefixed("old values")
+                    let new = try reader.readLengthPrefixed("new values")
+                    entry.operations.append(.update(entityID: entity, id: id, changed: changed, old: old, new: new))
+                case 3:
+                    let id = try reader.readVarint("record id")
+                    entry.operations.append(.delete(entityID: entity, id: id, tombstone: try reader.readLengthPrefixed("tombstone")))
+                case 4:
+                    entry.operations.append(.migration(entityID: entity, inserted: try reader.readVarint("inserted"),
+                                                       updated: try reader.readVarint("updated"), deleted: try reader.readVarint("deleted")))
+                default:
+                    throw FormatError("unknown history operation \(kind)", at: at)
+                }
+            }
+        }
+    }
+
+    private static func entityID(_ reader: inout ByteReader) throws -> UInt32 {
+        let at = reader.position
+        let value = try reader.readVarint("entity id")
+        guard value <= UInt64(UInt32.max) else { throw FormatError("entity id \(value) out of range", at: at) }
+        return UInt32(value)
+    }
+
+    static func append(_ operation: HistoryOperation, to writer: inout ByteWriter) {
+        switch operation {
+        case .insert(let entity, let first, let count):
+            writer.append(UInt8(1)); writer.appendVarint(UInt64(entity)); writer.appendVarint(first); writer.appendVarint(count)
+        case .update(let entity, let id, let changed, let old, let new):
+            writer.append(UInt8(2)); writer.appendVarint(UInt64(entity)); writer.appendVarint(id)
+            writer.appendVarint(UInt64(changed.count))
+            for attribute in changed { writer.appendVarint(UInt64(attribute)) }
+            writer.appendLengthPrefixed(old)
+            writer.appendLengthPrefixed(new)
+        case .delete(let entity, let id, let tombstone):
+            writer.append(UInt8(3)); writer.appendVarint(UInt64(entity)); writer.appendVarint(id)
+            writer.appendLengthPrefixed(tombstone)
+        case .migration(let entity, let inserted, let updated, let deleted):
+            writer.append(UInt8(4)); writer.appendVarint(UInt64(entity))
+            writer.appendVarint(inserted); writer.appendVarint(updated); writer.appendVarint(deleted)
+        case .schema(let version):
+            writer.append(UInt8(5))
+            writer.appendVarint(UInt64(version.major)); writer.appendVarint(UInt64(version.minor)); writer.appendVarint(UInt64(version.patch))
+        }
+    }
+}
+
+/// Collects one write transaction's changes for the journal (Architecture.md, invariant 25):
+/// record trees report every insert, update and delete here; parts of the entry are written
+/// to the journal's tree as they fill, so a transaction of any size holds one part in memory.
+/// Not thread-safe: the transaction's thread only.
+package final class HistoryRecorder {
+    package let token: UInt64
+    /// Microseconds since 1970.
+    package let timestamp: Int64
+    /// Who made the change (`Context.author`); nil: nobody named.
+    package var author: String?
+    /// Per entity, the attribute ids whose values a delete keeps (`preserveValueOnDeletion`).
+    package var tombstoneAttributes: [UInt32: Set<UInt32>] = [:]
+    /// Record per entity how many records changed instead of each change (migrations).
+    package var summarizes = false
+
+    let tree: RecordTreeWriter
+    private var buffer = ByteWriter(capacity: 256)
+    /// Parts written so far (the next part's number).
+    private(set) var partsWritten: UInt64 = 0
+    private var run: (entity: UInt32, first: UInt64, count: UInt64)?
+    private var summary: [UInt32: (inserted: UInt64, updated: UInt64, deleted: UInt64)] = [:]
+    private var hasOperations = false
+    /// Bytes of the parts written so far.
+    private(set) var bytesWritten: UInt64 = 0
+
+    init(token: UInt64, timestamp: Int64, tree: RecordTreeWriter) {
+        self.token = token
+        self.timestamp = timestamp
+        self.tree = tree
+    }
+
+    /// Whether the transaction changed no record (it gets no entry).
+    package var isEmpty: Bool { !hasOperations && run == nil && summary.isEmpty }
+
+    func recordInsert(entityID: UInt32, id: UInt64) throws {
+        if summarizes { summary[entityID, default: (0, 0, 0)].inserted += 1; return }
+        if let current = run, current.entity == entityID, current.first + current.count == id {
+            run?.count += 1
+            return
+        }
+        try flushRun()
+        run = (entityID, id, 1)
+    }
+
+    func recordUpdate(entityID: UInt32, id: UInt64, old: [UInt8], new: [UInt8]) throws {
+        guard old != new else { return }
+        if summarizes { summary[entityID, default: (0, 0, 0)].updated += 1; return }
+        let before: [(id: UInt32, value: Value)], after: [(id: UInt32, value: Value)]
+        do {
+            before = try RecordCodec.decodeFields(old)
+            after = try RecordCodec.decodeFields(new)
+        } catch {
+            throw RecordTreeError.invalidRecord(entityID: entityID, recordID: id, reason: error.reason)
+        }
+        var changed: [UInt32] = [], oldFields: [(id: UInt32, value: Value)] = [], newFields: [(id: UInt32, value: Value)] = []
+        var i = 0, j = 0
+        while i < before.count || j < after.count {
+            if j == after.count || (i < before.count && before[i].id < after[j].id) {
+                changed.append(before[i].id); oldFields.append(before[i]); i += 1
+            } else if i == before.count || after[j].id < before[i].id {
+                changed.append(after[j].id); newFields.append(after[j]); j += 1
+            } else {
+                if before[i].value != after[j].value {
+                    changed.append(before[i].id); oldFields.append(before[i]); newFields.append(after[j])
+                }
+                i += 1; j += 1
+            }
+        }
+        guard !changed.isEmpty else { return }
+        try append(.update(entityID: entityID, id: id, changed: changed,
+                           old: RecordCodec.encode(fields: oldFields), new: RecordCodec.encode(fields: newFields)))
+    }
+
+    func recordDelete(entityID: UInt32, id: UInt64, old: [UInt8]) throws {
+        if summarizes { summary[entityID, default: (0, 0, 0)].deleted += 1; return }
+        var tombstone: [UInt8] = []
+        if let kept = tombstoneAttributes[entityID], !kept.isEmpty {
+            do {
+                tombstone = RecordCodec.encode(fields: try RecordCodec.decodeFields(old).filter { kept.contains($0.id) })
+            } catch {
+                throw RecordTreeError.invalidRecord(entityID: entityID, recordID: id, reason: error.reason)
+            }
+        }
+        try append(.delete(entityID: entityID, id: id, tombstone: tombstone))
+    }
+
+    /// Records that a migration changed these records of an entity.
+    package func recordMigration(entityID: UInt32, inserted: UInt64 = 0, updated: UInt64 = 0, deleted: UInt64 = 0) {
+        summary[entityID, default: (0, 0, 0)].inserted += inserted
+        summary[entityID, default: (0, 0, 0)].updated += updated
+        summary[entityID, default: (0, 0, 0)].deleted += deleted
+    }
+
+    /// Records that the transaction moved the store to schema `version` (a migration).
+    package func recordSchemaChange(to version: Schema.Version) throws {
+        try flushRun()
+        try append(.schema(version))
+    }
+
+    private func flushRun() throws {
+        guard let current = run else { return }
+        run = nil
+        try append(.insert(entityID: current.entity, firstID: current.first, count: current.count))
+    }
+
+    private func append(_ operation: HistoryOperation) throws {
+        if buffer.bytes.isEmpty { startPart() }
+        HistoryCodec.append(operation, to: &buffer)
+        hasOperations = true
+        if buffer.bytes.count >= HistoryCodec.partTarget { try writePart() }
+    }
+
+    private func startPart() {
+        buffer.append(HistoryCodec.version)
+        buffer.append(UInt8(0))
+        if partsWritten == 0 {
+            buffer.append(timestamp)
+            if let author {
+                let utf8 = Array(author.utf8)
+                buffer.appendVarint(UInt64(utf8.count) + 1)
+                buffer.append(bytes: utf8)
+            } else {
+                buffer.appendVarint(0)
+            }
+        }
+    }
+
+    private func writePart() throws {
+        guard partsWritten < (1 << HistoryRoot.partBits) - 1 else {
+            throw RecordTreeError.invalidRecord(entityID: 0, recordID: token, reason: "a transaction's history entry has more than 2^24 parts")
+        }
+        try tree.insert(HistoryRoot.key(token: token, part: partsWritten), bytes: buffer.bytes)
+        bytesWritten += UInt64(buffer.bytes.count)
+        partsWritten += 1
+        buffer = ByteWriter(capacity: 256)
+    }
+
+    /// Writes what is left of the entry (nothing when the transaction changed no record).
+    func finish() throws {
+        try flushRun()
+        for (entity, counts) in summary.sorted(by: { $0.key < $1.key }) {
+            try append(.migration(entityID: entity, inserted: counts.inserted, updated: counts.updated, deleted: counts.deleted))
+        }
+        summary.removeAll()
+        if !buffer.bytes.isEmpty { try writePart() }
+    }
+}
