@@ -14,6 +14,14 @@ package final class RecordStore: Sendable {
     /// The last decoded store root and the LSN of the page image it came from: a snapshot
     /// whose page 0 has that LSN reuses it instead of reading and decoding page 0 again.
     private let decodedRoot = Mutex<(lsn: UInt64, root: StoreRoot)?>(nil)
+    /// Counts this instance's commits and holds the tasks waiting for the next one.
+    private let commits = Mutex(CommitWaiters())
+
+    private struct CommitWaiters {
+        var generation: UInt64 = 0
+        var nextWaiter: UInt64 = 0
+        var waiters: [UInt64: CheckedContinuation<Void, Never>] = [:]
+    }
 
     /// A record store on `log`. When its root holds a migration marker (a migration was
     /// interrupted), checkpoints are held at once, so nothing — not even closing — writes
@@ -44,12 +52,49 @@ package final class RecordStore: Sendable {
 
     /// Runs `body` as one atomic transaction over any number of entities.
     package func write<T>(durability: Durability = .durable, _ body: (RecordTransaction) throws -> T) throws -> T {
-        try log.write(durability: durability) { transaction in
+        let result = try log.write(durability: durability) { transaction in
             let root = try Self.root(transaction.read(StoreRoot.pageID, mapped: false), pageID: StoreRoot.pageID)
             let records = RecordTransaction(transaction: transaction, root: root, options: treeOptions)
             let result = try body(records)
             try records.finish()
             return result
+        }
+        didCommit()
+        return result
+    }
+
+    /// How many write transactions this instance committed (or found committed by another
+    /// process, once published); observers compare it before and after waiting.
+    package var commitGeneration: UInt64 { commits.withLock { $0.generation } }
+
+    /// Wakes every task waiting in `waitForCommit` (after a commit was published).
+    package func didCommit() {
+        let waiters = commits.withLock { state in
+            state.generation &+= 1
+            defer { state.waiters.removeAll() }
+            return state.waiters
+        }
+        for waiter in waiters.values { waiter.resume() }
+    }
+
+    /// Returns once `commitGeneration` is past `generation`, or when the calling task is
+    /// cancelled.
+    package func waitForCommit(after generation: UInt64) async {
+        let id = commits.withLock { state in
+            state.nextWaiter += 1
+            return state.nextWaiter
+        }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let now = commits.withLock { state -> Bool in
+                    if state.generation != generation || Task.isCancelled { return true }
+                    state.waiters[id] = continuation
+                    return false
+                }
+                if now { continuation.resume() }
+            }
+        } onCancel: {
+            commits.withLock { $0.waiters.removeValue(forKey: id) }?.resume()
         }
     }
 

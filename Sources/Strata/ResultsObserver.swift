@@ -1,0 +1,274 @@
+import FoundationEssentials
+import StrataRecords
+
+/// Live results of a fetch: an `AsyncSequence` whose first element is the descriptor's
+/// results now, and each next one the results after a commit that changed them, with what
+/// changed. SwiftUI lists and collection views apply `changes` as a batch update.
+///
+/// ```swift
+/// for try await results in store.observeResults(FetchDescriptor<Person>(sortBy: [RecordSort(\.fullName)])) {
+///     rows = results.records
+///     apply(results.changes)  // deleted (old indices), inserted and updated (new indices), moved
+/// }
+/// ```
+///
+/// After the first element, results are computed incrementally from the history journal: only
+/// the records a commit inserted, updated or deleted are read, checked against the predicate and
+/// placed by binary search in the sort order — not the whole query again. The query is run
+/// again instead when a commit changed more than an eighth of the results (or 1,000 records),
+/// when the descriptor has a fetch limit or offset, when the journal is off or no longer holds
+/// the commits since the last element, or after a migration. A commit that changes nothing
+/// in the results delivers nothing. The sequence ends (returns nil) when its task is cancelled.
+public struct ResultsObserver<Record: PersistentRecord>: AsyncSequence {
+    /// The results with what changed since the previous element.
+    public typealias Element = LiveResults<Record>
+
+    let store: Store
+    let descriptor: FetchDescriptor<Record>
+
+    /// Live results of `descriptor` in `store`.
+    public init(store: Store, descriptor: FetchDescriptor<Record>) {
+        self.store = store
+        self.descriptor = descriptor
+    }
+
+    /// An iterator whose first element is the current results.
+    public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(store: store, descriptor: descriptor) }
+
+    /// Delivers the results after each commit that changes them.
+    public struct AsyncIterator: AsyncIteratorProtocol {
+        let store: Store
+        let descriptor: FetchDescriptor<Record>
+        /// The results last delivered, and the token they are as of (nil: none delivered yet).
+        var current: [Identified<Record>] = []
+        var token: HistoryToken?
+
+        init(store: Store, descriptor: FetchDescriptor<Record>) {
+            self.store = store
+            self.descriptor = descriptor
+        }
+
+        /// The next results: at once the first time, then after the next commit that changes
+        /// them; nil once the task is cancelled.
+        /// - Throws: what a fetch throws.
+        public mutating func next() async throws -> LiveResults<Record>? {
+            try await next(isolation: nil)
+        }
+
+        /// The next results, running in the caller's isolation.
+        /// - Throws: as ``next()``.
+        public mutating func next(isolation actor: isolated (any Actor)?) async throws -> LiveResults<Record>? {
+            while true {
+                if Task.isCancelled { return nil }
+                let generation = store.records.commitGeneration
+                if let results = try store.nextResults(descriptor, after: &token, current: &current) { return results }
+                await store.waitForChange(after: generation)
+            }
+        }
+    }
+}
+
+/// The results of a fetch at one moment, and how they differ from the previous element of a
+/// ``ResultsObserver``.
+public struct LiveResults<Record: PersistentRecord> {
+    /// The records the descriptor selects, in its order.
+    public let records: [Identified<Record>]
+    /// What changed since the previous element (for the first: every record inserted).
+    public let changes: ResultsChanges
+    /// The results are as of this transaction (`HistoryToken.start` when none was journaled).
+    public let token: HistoryToken
+}
+
+extension LiveResults: Sendable where Record: Sendable {}
+
+/// How a list of results changed, in the terms of a batch update: remove `deleted` (indices
+/// in the old list), insert `inserted` (indices in the new list), reload `updated` (indices in
+/// the new list); `moved` lists records present in both whose own change moved them among the
+/// others (old index, new index), also listed in `updated`.
+public struct ResultsChanges: Sendable, Equatable {
+    /// Indices in the previous results of the records no longer in the results.
+    public let deleted: [Int]
+    /// Indices in the new results of records that were not in the previous results.
+    public let inserted: [Int]
+    /// Indices in the new results of records in both whose values changed.
+    public let updated: [Int]
+    /// Records in both results that changed place: (index in the previous, index in the new).
+    public let moved: [Move]
+
+    /// A record that changed place.
+    public struct Move: Sendable, Equatable {
+        /// Its index in the previous results.
+        public let from: Int
+        /// Its index in the new results.
+        public let to: Int
+
+        /// A move from index `from` to index `to`.
+        public init(from: Int, to: Int) {
+            self.from = from
+            self.to = to
+        }
+    }
+
+    /// Whether nothing changed.
+    public var isEmpty: Bool { deleted.isEmpty && inserted.isEmpty && updated.isEmpty && moved.isEmpty }
+
+    /// A change set.
+    public init(deleted: [Int], inserted: [Int], updated: [Int], moved: [Move]) {
+        self.deleted = deleted
+        self.inserted = inserted
+        self.updated = updated
+        self.moved = moved
+    }
+}
+
+extension Store {
+    /// Live results of `descriptor`: see ``ResultsObserver``.
+    public func observeResults<Record: PersistentRecord>(_ descriptor: FetchDescriptor<Record>) -> ResultsObserver<Record> {
+        ResultsObserver(store: self, descriptor: descriptor)
+    }
+
+    /// The results after `token` (nil: the first, all inserted), or nil when no commit since
+    /// changed them; updates `token` and `current`.
+    func nextResults<Record: PersistentRecord>(_ descriptor: FetchDescriptor<Record>, after token: inout HistoryToken?,
+                                               current: inout [Identified<Record>]) throws -> LiveResults<Record>? {
+        let snapshot = try translating { try self.snapshot() }
+        let context = Context(self, reading: snapshot)
+        let newest = HistoryToken(rawValue: (snapshot.history?.nextToken ?? 1) - 1)
+        guard let previous = token else {
+            current = try context.fetch(descriptor)
+            token = newest
+            return LiveResults(records: current, changes: ResultsChanges(deleted: [], inserted: Array(current.indices), updated: [], moved: []),
+                               token: newest)
+        }
+        // What changed since: the journal's changes to the entity and its sub-entities (nil:
+        // unknown — the journal is off, no longer reaches back, or a migration ran).
+        var affected: Set<UInt64>? = []
+        var canPatch = descriptor.fetchLimit == nil && descriptor.fetchOffset == nil
+        if !configuration.history.isEnabled {
+            affected = nil
+        } else if newest == previous {
+            return nil
+        } else {
+            let budget = max(1_000, current.count / 8)
+            do {
+                try scanHistory(HistoryDescriptor(after: previous, entities: [Record.self]), in: snapshot) { transaction in
+                    for change in transaction.changes {
+                        guard change.kind != .migration else { affected = nil; return false }
+                        affected?.insert(change.recordNumber)
+                    }
+                    if (affected?.count ?? 0) > budget { canPatch = false }
+                    return affected != nil
+                }
+            } catch StrataError.historyTruncated {
+                affected = nil
+            }
+            if affected?.isEmpty == true { token = newest; return nil }
+        }
+        let results: [Identified<Record>]
+        if canPatch, let affected {
+            results = try patch(current, affected: AffectedRecords(affected), descriptor: descriptor, context: context)
+        } else {
+            results = try context.fetch(descriptor)
+        }
+        let changes = canPatch && affected != nil ? Self.patchChanges(from: current, to: results, affected: affected ?? [])
+                                                  : Self.changes(from: current, to: results, affected: affected)
+        token = newest
+        guard !changes.isEmpty else { return nil }
+        current = results
+        return LiveResults(records: results, changes: changes, token: newest)
+    }
+
+    /// `current` with the records `affected` names read again: removed, then each that still
+    /// exists and matches the predicate placed by binary search in the sort order.
+    private func patch<Record: PersistentRecord>(_ current: [Identified<Record>], affected: AffectedRecords, descriptor: FetchDescriptor<Record>,
+                                                 context: Context) throws -> [Identified<Record>] {
+        var results = current.filter { !affected.contains($0.id.rawValue) }
+        func precedes(_ a: Identified<Record>, _ b: Identified<Record>) -> Bool {
+            for key in descriptor.sortBy {
+                if let precedes = key.precedes(a.record, b.record) { return precedes }
+            }
+            return a.id < b.id
+        }
+        for number in affected.ids.sorted() {
+            let id = RecordID<Record>(rawValue: number)
+            guard let record = try context.record(for: id) else { continue }
+            if let predicate = descriptor.predicate, try !predicate.evaluate(record) { continue }
+            let item = Identified(id: id, record: record)
+            var low = 0, high = results.count
+            while low < high {
+                let middle = (low + high) / 2
+                if precedes(results[middle], item) { low = middle + 1 } else { high = middle }
+            }
+            results.insert(item, at: low)
+        }
+        return results
+    }
+
+    /// The change set from `old` to `new`, records matched by id: those in both are updated
+    /// when `affected` names them (every one when `affected` is nil: nothing tells which
+    /// changed), and moved when the number of unchanged records in both before them differs.
+    static func changes<Record>(from old: [Identified<Record>], to new: [Identified<Record>], affected: Set<UInt64>?) -> ResultsChanges {
+        var oldIndex: [UInt64: Int] = [:]
+        oldIndex.reserveCapacity(old.count)
+        for (index, item) in old.enumerated() { oldIndex[item.id.rawValue] = index }
+        var newIDs = Set<UInt64>()
+        newIDs.reserveCapacity(new.count)
+        for item in new { newIDs.insert(item.id.rawValue) }
+        func isStable(_ id: UInt64) -> Bool { affected.map { !$0.contains(id) } ?? false }
+        var oldRank: [UInt64: Int] = [:]
+        var stable = 0
+        for item in old where newIDs.contains(item.id.rawValue) {
+            if isStable(item.id.rawValue) { stable += 1 } else { oldRank[item.id.rawValue] = stable }
+        }
+        var inserted: [Int] = [], updated: [Int] = [], moved: [ResultsChanges.Move] = []
+        stable = 0
+        for (index, item) in new.enumerated() {
+            let id = item.id.rawValue
+            guard let from = oldIndex[id] else { inserted.append(index); continue }
+            if isStable(id) { stable += 1; continue }
+            updated.append(index)
+            if affected != nil, oldRank[id] != stable { moved.append(ResultsChanges.Move(from: from, to: index)) }
+        }
+        let deleted = old.indices.filter { !newIDs.contains(old[$0].id.rawValue) }
+        return ResultsChanges(deleted: deleted, inserted: inserted, updated: updated, moved: moved)
+    }
+
+    /// The change set from `old` to `new = patch(old)`: every record `affected` does not name is
+    /// in both lists in the same order, so only the changed records are looked at (the same
+    /// result as ``changes(from:to:affected:)``, without hashing every record).
+    static func patchChanges<Record>(from old: [Identified<Record>], to new: [Identified<Record>], affected: Set<UInt64>) -> ResultsChanges {
+        let changed = AffectedRecords(affected)
+        // Each changed record's index, and its rank: how many unchanged records precede it.
+        func places(_ items: [Identified<Record>]) -> [UInt64: (index: Int, rank: Int)] {
+            var places: [UInt64: (index: Int, rank: Int)] = [:]
+            for (index, item) in items.enumerated() where changed.contains(item.id.rawValue) {
+                places[item.id.rawValue] = (index, index - places.count)
+            }
+            return places
+        }
+        let before = places(old), after = places(new)
+        var deleted: [Int] = [], inserted: [Int] = [], updated: [Int] = [], moved: [ResultsChanges.Move] = []
+        for (id, place) in before where after[id] == nil { deleted.append(place.index) }
+        for (id, place) in after {
+            guard let previous = before[id] else { inserted.append(place.index); continue }
+            updated.append(place.index)
+            if previous.rank != place.rank { moved.append(ResultsChanges.Move(from: previous.index, to: place.index)) }
+        }
+        return ResultsChanges(deleted: deleted.sorted(), inserted: inserted.sorted(), updated: updated.sorted(),
+                              moved: moved.sorted { $0.to < $1.to })
+    }
+}
+
+/// The record numbers a commit changed, with their range for a quick first test.
+struct AffectedRecords {
+    let ids: Set<UInt64>
+    let lowest: UInt64, highest: UInt64
+
+    init(_ ids: Set<UInt64>) {
+        self.ids = ids
+        lowest = ids.min() ?? .max
+        highest = ids.max() ?? 0
+    }
+
+    func contains(_ id: UInt64) -> Bool { id >= lowest && id <= highest && ids.contains(id) }
+}

@@ -1,0 +1,144 @@
+import FoundationEssentials
+import Testing
+import Strata
+import StrataTestSupport
+
+/// `Store.write` called synchronously (the async overload is preferred in async code).
+func commit<T>(_ store: Store, author: String? = nil, _ body: (Store.WriteTransaction) throws -> T) throws -> T {
+    try store.write(author: author, body)
+}
+
+@Suite struct ObserverTests {
+    @Test func historyObserverDeliversTheBacklogThenEachNewCommitFiltered() async throws {
+        let folder = try temporaryDirectory()
+        defer { removeDirectory(folder) }
+        let store = try HistoryTests.open(folder)
+        try commit(store, author: "app") { _ = try $0.insert(Note(title: "1", body: "", rank: 1)) }
+        try commit(store, author: "widget") { _ = try $0.insert(Note(title: "2", body: "", rank: 2)) }
+        var all = store.observeHistory(after: .start).makeAsyncIterator()
+        var notesByApp = store.observeHistory(after: .start, entities: [Note.self], excludedAuthors: ["widget"]).makeAsyncIterator()
+        #expect(try await all.next()?.token == HistoryToken(rawValue: 1))
+        #expect(try await all.next()?.token == HistoryToken(rawValue: 2))
+        #expect(try await notesByApp.next()?.token == HistoryToken(rawValue: 1))
+        // The next commits arrive as they are made: from another task while this one waits.
+        let writer = Task.detached {
+            try commit(store, author: "widget") { _ = try $0.insert(Note(title: "3", body: "", rank: 3)) }
+            try commit(store, author: "app") { _ = try $0.insert(Folder(name: "f")) }
+            try commit(store, author: "app") { _ = try $0.insert(Note(title: "5", body: "", rank: 5)) }
+        }
+        #expect(try await all.next()?.author == "widget")
+        #expect(try await all.next()?.changes.first?.entityName == "Folder")
+        #expect(try await all.next()?.token == HistoryToken(rawValue: 5))
+        // Token 3 is the widget's, 4 a Folder: the filtered observer skips both.
+        #expect(try await notesByApp.next()?.token == HistoryToken(rawValue: 5))
+        try await writer.value
+    }
+
+    @Test func historyObserverEndsWhenItsTaskIsCancelled() async throws {
+        let folder = try temporaryDirectory()
+        defer { removeDirectory(folder) }
+        let store = try HistoryTests.open(folder)
+        let observing = Task {
+            var received = 0
+            for try await _ in store.observeHistory(after: .start) { received += 1 }
+            return received
+        }
+        try commit(store) { _ = try $0.insert(Note(title: "1", body: "", rank: 1)) }
+        // Cancelling ends the loop whether it is waiting or delivering; no commit is needed.
+        observing.cancel()
+        let received = try await observing.value
+        #expect(received <= 1)
+    }
+
+    @Test func historyObserverThrowsTruncatedWhenRetentionPassesIt() async throws {
+        let folder = try temporaryDirectory()
+        defer { removeDirectory(folder) }
+        let store = try HistoryTests.open(folder)
+        for index in 0..<3 { try commit(store) { _ = try $0.insert(Note(title: "\(index)", body: "", rank: index)) } }
+        var iterator = store.observeHistory(after: .start).makeAsyncIterator()
+        try store.deleteHistory(before: HistoryToken(rawValue: 3))
+        await #expect(throws: StrataError.historyTruncated(requested: .start, oldestAvailable: HistoryToken(rawValue: 2))) {
+            _ = try await iterator.next()
+        }
+    }
+
+    /// Checks `changes` turns `old` into `new`: the right records deleted, inserted, updated and
+    /// moved, and every other record in the same relative order.
+    static func check(_ changes: ResultsChanges, from old: [RecordID<Note>], to new: [RecordID<Note>], changed: Set<RecordID<Note>>) {
+        let deleted = Set(changes.deleted.map { old[$0] }), inserted = Set(changes.inserted.map { new[$0] })
+        #expect(deleted == Set(old).subtracting(new))
+        #expect(inserted == Set(new).subtracting(old))
+        #expect(Set(changes.updated.map { new[$0] }) == Set(new).intersection(old).intersection(changed))
+        for move in changes.moved { #expect(old[move.from] == new[move.to]) }
+        let movedIDs = Set(changes.moved.map { new[$0.to] })
+        #expect(old.filter { !deleted.contains($0) && !movedIDs.contains($0) } == new.filter { !inserted.contains($0) && !movedIDs.contains($0) })
+    }
+
+    @Test func resultsObserverPatchesTheResultsLikeARefetch() async throws {
+        let seed = SeededRandom.seed(default: 2026_11_30)
+        print("ObserverTests.resultsObserverPatchesTheResultsLikeARefetch seed \(seed)")
+        var random = SeededRandom(seed: seed)
+        let folder = try temporaryDirectory()
+        defer { removeDirectory(folder) }
+        let store = try HistoryTests.open(folder)
+        var ids: [RecordID<Note>] = try commit(store) { transaction in
+            try (0..<300).map { try transaction.insert(Note(title: "n\($0)", body: "", rank: $0 % 50)) }
+        }
+        let descriptor = FetchDescriptor<Note>(predicate: #Predicate { $0.rank >= 10 }, sortBy: [RecordSort(\.rank, order: .reverse), RecordSort(\.title)])
+        var iterator = store.observeResults(descriptor).makeAsyncIterator()
+        let first = try #require(try await iterator.next())
+        #expect(first.records.map(\.id) == (try Context(store).fetch(descriptor)).map(\.id))
+        #expect(first.changes.inserted == Array(first.records.indices))
+        var current = first.records.map(\.id)
+        for round in 0..<60 {
+            var changed = Set<RecordID<Note>>()
+            let touchesNotes = round % 7 != 3
+            try commit(store) { transaction in
+                guard touchesNotes else { _ = try transaction.insert(Folder(name: "unrelated \(round)")); return }
+                for _ in 0..<Int.random(in: 1...(round % 10 == 0 ? 400 : 4), using: &random) {
+                    switch Int.random(in: 0..<3, using: &random) {
+                    case 0:
+                        let id = try transaction.insert(Note(title: "r\(round)", body: "", rank: Int.random(in: 0..<60, using: &random)))
+                        ids.append(id)
+                        changed.insert(id)
+                    case 1 where !ids.isEmpty:
+                        let id = ids[Int.random(in: 0..<ids.count, using: &random)]
+                        try transaction.update(id, to: Note(title: "u\(round)", body: "", rank: Int.random(in: 0..<60, using: &random)))
+                        changed.insert(id)
+                    case 2 where !ids.isEmpty:
+                        let id = ids.remove(at: Int.random(in: 0..<ids.count, using: &random))
+                        try transaction.delete(id)
+                        changed.insert(id)
+                    default: break
+                    }
+                }
+            }
+            let expected = try Context(store).fetch(descriptor).map(\.id)
+            guard expected != current || !changed.isDisjoint(with: expected) else { continue }  // nothing to deliver
+            let next = try #require(try await iterator.next())
+            #expect(next.records.map(\.id) == expected, "round \(round)")
+            Self.check(next.changes, from: current, to: expected, changed: changed)
+            current = expected
+        }
+        // A commit that changes none of the results delivers nothing; the next one that does is
+        // delivered alone.
+        try commit(store) { _ = try $0.insert(Note(title: "low", body: "", rank: 0)) }  // fails the predicate
+        let top = try commit(store) { try $0.insert(Note(title: "top", body: "", rank: 99)) }
+        let next = try #require(try await iterator.next())
+        #expect(next.records.first?.id == top)
+        #expect(next.changes == ResultsChanges(deleted: [], inserted: [0], updated: [], moved: []))
+    }
+
+    @Test func resultsObserverWithALimitRefetchesAndReportsTheWindow() async throws {
+        let folder = try temporaryDirectory()
+        defer { removeDirectory(folder) }
+        let store = try HistoryTests.open(folder)
+        let ids = try commit(store) { transaction in try (0..<10).map { try transaction.insert(Note(title: "n\($0)", body: "", rank: $0)) } }
+        var iterator = store.observeResults(FetchDescriptor<Note>(sortBy: [RecordSort(\.rank)], fetchLimit: 3)).makeAsyncIterator()
+        #expect(try await iterator.next()?.records.map(\.id) == Array(ids[0..<3]))
+        try commit(store) { _ = try $0.delete(ids[1]) }
+        let next = try #require(try await iterator.next())
+        #expect(next.records.map(\.id) == [ids[0], ids[2], ids[3]])
+        #expect(next.changes == ResultsChanges(deleted: [1], inserted: [2], updated: [], moved: []))
+    }
+}
