@@ -348,12 +348,7 @@ public final class Context {
         }
         // One tree read in id order, nothing unsaved, no sort keys: already in order.
         if !descriptor.sortBy.isEmpty || family.count > 1 || !pending.isEmpty {
-            results.sort { a, b in
-                for key in descriptor.sortBy {
-                    if let precedes = key.precedes(a.record, b.record) { return precedes }
-                }
-                return a.id < b.id
-            }
+            results.sort(by: descriptor.sortBy)
         }
         let offset = min(results.count, max(0, descriptor.fetchOffset ?? 0))
         let limit = descriptor.fetchLimit.map { max(0, $0) } ?? results.count

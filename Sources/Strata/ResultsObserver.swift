@@ -164,32 +164,50 @@ extension Store {
             }
             if affected?.isEmpty == true { token = newest; return nil }
         }
-        let results: [Identified<Record>]
-        if canPatch, let affected {
-            results = try patch(current, affected: AffectedRecords(affected), descriptor: descriptor, context: context)
-        } else {
-            results = try context.fetch(descriptor)
-        }
-        let changes = canPatch && affected != nil ? Self.patchChanges(from: current, to: results, affected: affected ?? [])
-                                                  : Self.changes(from: current, to: results, affected: affected)
         token = newest
+        let changes: ResultsChanges
+        if canPatch, let affected {
+            let changed = AffectedRecords(affected)
+            let before = Self.places(of: changed, in: current)
+            // Patched in place: the previous list is dropped first, so the array is not copied
+            // (unless the app still holds the previous element's records).
+            var results = current
+            current = []
+            do {
+                try patch(&results, removing: before, changed: changed, descriptor: descriptor, context: context)
+            } catch {
+                token = nil  // the list is half patched: a next call starts over with a full fetch
+                throw error
+            }
+            changes = Self.patchChanges(before: before, after: Self.places(of: changed, in: results))
+            current = results
+        } else {
+            let results = try context.fetch(descriptor)
+            changes = Self.changes(from: current, to: results, affected: affected)
+            current = results
+        }
         guard !changes.isEmpty else { return nil }
-        current = results
-        return LiveResults(records: results, changes: changes, token: newest)
+        return LiveResults(records: current, changes: changes, token: newest)
     }
 
-    /// `current` with the records `affected` names read again: removed, then each that still
-    /// exists and matches the predicate placed by binary search in the sort order.
-    private func patch<Record: PersistentRecord>(_ current: [Identified<Record>], affected: AffectedRecords, descriptor: FetchDescriptor<Record>,
-                                                 context: Context) throws -> [Identified<Record>] {
-        var results = current.filter { !affected.contains($0.id.rawValue) }
+    /// Patches `results`: removes the records at `places` (those `changed` names, found in
+    /// it), then reads each changed record again and, when it exists and matches the predicate,
+    /// places it by binary search in the sort order.
+    private func patch<Record: PersistentRecord>(_ results: inout [Identified<Record>], removing places: [UInt64: (index: Int, rank: Int)],
+                                                 changed: AffectedRecords, descriptor: FetchDescriptor<Record>, context: Context) throws {
+        let doomed = places.values.map(\.index).sorted()
+        if doomed.count > 8 {
+            results.removeAll { changed.contains($0.id.rawValue) }
+        } else {
+            for index in doomed.reversed() { results.remove(at: index) }
+        }
         func precedes(_ a: Identified<Record>, _ b: Identified<Record>) -> Bool {
             for key in descriptor.sortBy {
                 if let precedes = key.precedes(a.record, b.record) { return precedes }
             }
             return a.id < b.id
         }
-        for number in affected.ids.sorted() {
+        for number in changed.ids.sorted() {
             let id = RecordID<Record>(rawValue: number)
             guard let record = try context.record(for: id) else { continue }
             if let predicate = descriptor.predicate, try !predicate.evaluate(record) { continue }
@@ -201,7 +219,6 @@ extension Store {
             }
             results.insert(item, at: low)
         }
-        return results
     }
 
     /// The change set from `old` to `new`, records matched by id: those in both are updated
@@ -233,20 +250,22 @@ extension Store {
         return ResultsChanges(deleted: deleted, inserted: inserted, updated: updated, moved: moved)
     }
 
-    /// The change set from `old` to `new = patch(old)`: every record `affected` does not name is
-    /// in both lists in the same order, so only the changed records are looked at (the same
-    /// result as ``changes(from:to:affected:)``, without hashing every record).
-    static func patchChanges<Record>(from old: [Identified<Record>], to new: [Identified<Record>], affected: Set<UInt64>) -> ResultsChanges {
-        let changed = AffectedRecords(affected)
-        // Each changed record's index, and its rank: how many unchanged records precede it.
-        func places(_ items: [Identified<Record>]) -> [UInt64: (index: Int, rank: Int)] {
-            var places: [UInt64: (index: Int, rank: Int)] = [:]
-            for (index, item) in items.enumerated() where changed.contains(item.id.rawValue) {
-                places[item.id.rawValue] = (index, index - places.count)
-            }
-            return places
+    /// Where each record `changed` names is in `items`: its index, and its rank — how many
+    /// records `changed` does not name precede it. Reads only the ids.
+    static func places<Record>(of changed: AffectedRecords, in items: [Identified<Record>]) -> [UInt64: (index: Int, rank: Int)] {
+        var places: [UInt64: (index: Int, rank: Int)] = [:]
+        for index in items.indices {
+            let id = items[index].id.rawValue
+            if changed.contains(id) { places[id] = (index, index - places.count) }
         }
-        let before = places(old), after = places(new)
+        return places
+    }
+
+    /// The change set of a patch, from the changed records' places before and after: every
+    /// other record is in both lists in the same order, so a changed record in both moved when
+    /// its rank differs (the same result as ``changes(from:to:affected:)``, without hashing
+    /// every record).
+    static func patchChanges(before: [UInt64: (index: Int, rank: Int)], after: [UInt64: (index: Int, rank: Int)]) -> ResultsChanges {
         var deleted: [Int] = [], inserted: [Int] = [], updated: [Int] = [], moved: [ResultsChanges.Move] = []
         for (id, place) in before where after[id] == nil { deleted.append(place.index) }
         for (id, place) in after {

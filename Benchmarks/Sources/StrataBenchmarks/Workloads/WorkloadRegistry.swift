@@ -19,6 +19,7 @@ enum WorkloadRegistry {
         ReopenFirstFetchWorkload.workload,
         MigrationWorkloads.lightweight,
         MigrationWorkloads.split,
+        ResultsObserverWorkload.workload,
     ]
 
     /// The workload called `name`, if there is one.
