@@ -63,6 +63,8 @@ public final class Store: Sendable {
     /// Set when that view's version stops being the store's (the migration's switch): its
     /// reads then throw `migrationRequired`.
     let retired = Atomic<Bool>(false)
+    /// A read-only store's view of its writer's commits (Store+Follow.swift); nil otherwise.
+    let follower: StoreFollower?
     let binding: SchemaBinding
     /// The bound entities' inheritance families and relationships.
     let model: EntityModel
@@ -126,6 +128,7 @@ public final class Store: Sendable {
                 if !attributes.isEmpty { uniques[entityID] = attributes }
             }
             uniqueAttributes = uniques
+            follower = records.log.isFollower ? try StoreFollower(records: records) : nil
         }
         self.records = records
     }
@@ -190,13 +193,14 @@ public final class Store: Sendable {
         try translatingErrors { try records.log.close() }
     }
 
-    /// The latest snapshot, for a read.
+    /// The latest snapshot, for a read (a read-only store refreshes first: Store+Follow.swift).
     /// - Throws: `StrataError.migrationRequired` once this read-only view of an old version was
-    ///   retired by its migration's switch; storage errors.
+    ///   retired by its migration's switch; `.schemaChanged`; storage errors.
     func snapshot() throws -> RecordSnapshot {
         if retired.load(ordering: .acquiring) {
             throw StrataError.migrationRequired(stored: schema.version, required: schema.version)
         }
+        if let follower { return try follower.snapshot(records) }
         return try translatingErrors { try records.snapshot() }
     }
 

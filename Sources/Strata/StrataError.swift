@@ -70,6 +70,12 @@ public enum StrataError: Error, Sendable, Equatable, CustomStringConvertible {
     case readOnly
     /// There is no store at `path` (opening read-only, or reading a store's schema, creates none).
     case storeNotFound(path: String)
+    /// Another process (or store instance) changed the store's schema catalog — it registered a
+    /// new schema version, or finished a migration — after this read-only store bound its schema
+    /// (`Configuration.isReadOnly`, Architecture.md "Reader processes"). Its records may no
+    /// longer read as this store's types, so every read throws this until the store is closed
+    /// and opened again. `stored` is the store's newest schema version now, when readable.
+    case schemaChanged(stored: Schema.Version?)
     /// A migration stage failed; the store is exactly as it was before the migration began,
     /// every file byte for byte. The report says where and why.
     case migrationFailed(MigrationFailureReport)
@@ -121,6 +127,9 @@ public enum StrataError: Error, Sendable, Equatable, CustomStringConvertible {
                 + "migrations; this instance (not the owner, or read-only) changed nothing"
         case .readOnly: "the store was opened read-only"
         case .storeNotFound(let path): "there is no store at \(path)"
+        case .schemaChanged(let stored):
+            "another process changed the store's schema\(stored.map { " (now version \($0))" } ?? "") after this read-only store opened; "
+                + "close it and open the store again"
         }
     }
 
@@ -163,6 +172,7 @@ public enum StrataError: Error, Sendable, Equatable, CustomStringConvertible {
         case .pageTooLarge(let bytes, let maximum): self = .pageTooLarge(bytes: bytes, maximum: maximum)
         case .invalidPageID(let id): self = .invalidPageID(id)
         case .closed: self = .closed
+        case .readOnly: self = .readOnly
         }
     }
 }
