@@ -80,11 +80,12 @@ extension PageLog {
     /// 11). Returns whether a new table was published. A writer returns false at once: its
     /// snapshots always see its latest commit.
     ///
-    /// Cheap when nothing changed: an `fstat` of the last segment and a failed `open` of the
-    /// next one. It reloads from the newest superblock (a new table) when its last segment was
+    /// Cheap when nothing changed: an `fstat` of the last segment, a failed `open` of the next
+    /// one and a look at the superblock through its memory map. It reloads from the newest superblock (a new table) when its last segment was
     /// removed or cut short, when the last frame it replayed is no longer there (a migration's
     /// rollback cut the log and the writer appended again), or when the log does not continue
-    /// as the segment chain says (segments it needed were compacted away).
+    /// as the segment chain says or a checkpoint names a segment after its last while the next
+    /// one is gone (segments it needed were compacted away).
     ///
     /// - Throws: `PageLogError.closed`; `.corruption` when a reload finds committed data damaged
     ///   (the follower then keeps its last table); `.io`.
@@ -95,7 +96,7 @@ extension PageLog {
             if shared.withLock({ $0.closed }) { throw PageLogError.closed }
             var recovery = follower.recovery  // a copy: a failure leaves the follower as it was
             do {
-                guard try catchUp(&recovery) else { return try reload(follower) }
+                guard try catchUp(&recovery, superblockFile: follower.superblockFile) else { return try reload(follower) }
             } catch let error as PageLogError where error.mayComeFromAConcurrentWriter {
                 return try reload(follower)
             }
@@ -113,9 +114,16 @@ extension PageLog {
         return writerLock.withLock { _ in follower.reloads }
     }
 
+    /// Where a follower's replay ended: its last segment and the offset after the last valid
+    /// frame it read (tests, diagnostics). Nil for a writer.
+    package var followerPosition: LogPosition? {
+        guard let follower else { return nil }
+        return writerLock.withLock { _ in follower.recovery.end }
+    }
+
     /// Replays what was appended after `recovery.end`, into the segments the writer rolled to.
     /// False when the log cannot have grown by appends only (reload).
-    private func catchUp(_ recovery: inout Recovery) throws -> Bool {
+    private func catchUp(_ recovery: inout Recovery, superblockFile: any StorageFile) throws -> Bool {
         var scanned = false
         while true {
             let position = recovery.end
@@ -124,6 +132,9 @@ extension PageLog {
             // Removed (compacted, or rolled back) or shorter than what was replayed: not appends.
             guard status.isLinked, status.size >= position.offset else { return false }
             let rolled = try recovery.openNextSegment()
+            // No next segment, yet a checkpoint in a later one: the writer rolled past this
+            // segment and compacted the next one away while this follower was not looking.
+            if !rolled, try Self.superblockNamesSegment(after: position.segment, in: superblockFile) { return false }
             guard rolled || status.size > position.offset else { break }
             try recovery.replay()
             scanned = true
@@ -132,6 +143,22 @@ extension PageLog {
         // The bytes replayed must still be there: a rollback cuts a segment and the writer appends
         // again, which only the last frame read shows (its length alone may be back).
         return try !scanned || recovery.witnessIntact()
+    }
+
+    /// Whether a valid superblock slot names a checkpoint in a segment after `segment`: the log
+    /// went on past it. Read through the file's memory map when it has one — no system call; the
+    /// superblock is rewritten in place, never shortened, so mapping it is safe. A slot torn by a
+    /// write in progress fails its checksum and is ignored; the other slot is whole.
+    static func superblockNamesSegment(after segment: UInt64, in file: any StorageFile) throws -> Bool {
+        let slots = try PageLog.translatingIOErrors {
+            try file.withBytes(at: 0, count: Superblock.slotStride + Superblock.encodedSize) { raw in
+                [Array(raw[0..<Superblock.encodedSize]), Array(raw[Superblock.slotStride...])]
+            }
+        }
+        return (slots ?? []).enumerated().contains { index, bytes in
+            guard let block = try? Superblock.decode(bytes), block.slot == index else { return false }
+            return block.root.segment > segment
+        }
     }
 
     /// Replaces the follower's state by a fresh load and publishes its table.
