@@ -84,8 +84,8 @@ final class StoreFollower: Sendable {
         if let failure = state.failure { throw failure }
         return try translatingErrors {
             try records.log.refresh()
+            guard records.log.publication != state.publication else { return state.current }
             let snapshot = try records.log.snapshot()
-            guard snapshot.publication != state.publication else { return state.current }
             state.publication = snapshot.publication
             let candidate = try records.snapshot(on: snapshot)
             // A migration in progress: its commits may be rolled back; keep the state before it.

@@ -18,6 +18,11 @@ final class LogFollower: @unchecked Sendable {
     var superblockFile: any StorageFile
     /// Full reloads since the follower opened.
     var reloads = 0
+    /// The epochs of the two superblock slots as last decoded, and the highest checkpoint
+    /// segment a valid slot named then. A slot is only ever rewritten with a new epoch, so equal
+    /// epochs mean nothing to decode.
+    var slotEpochs: (UInt64, UInt64)?
+    var newestSlotSegment: UInt64 = 0
 
     init(recovery: Recovery, superblockFile: any StorageFile) {
         self.recovery = recovery
@@ -80,8 +85,8 @@ extension PageLog {
     /// 11). Returns whether a new table was published. A writer returns false at once: its
     /// snapshots always see its latest commit.
     ///
-    /// Cheap when nothing changed: an `fstat` of the last segment, a failed `open` of the next
-    /// one and a look at the superblock through its memory map. It reloads from the newest superblock (a new table) when its last segment was
+    /// Cheap when nothing changed: an `fstat` of the last segment, a `stat` of the next one's
+    /// name and a look at the superblock's epochs through its memory map. It reloads from the newest superblock (a new table) when its last segment was
     /// removed or cut short, when the last frame it replayed is no longer there (a migration's
     /// rollback cut the log and the writer appended again), or when the log does not continue
     /// as the segment chain says or a checkpoint names a segment after its last while the next
@@ -96,7 +101,7 @@ extension PageLog {
             if shared.withLock({ $0.closed }) { throw PageLogError.closed }
             var recovery = follower.recovery  // a copy: a failure leaves the follower as it was
             do {
-                guard try catchUp(&recovery, superblockFile: follower.superblockFile) else { return try reload(follower) }
+                guard try catchUp(&recovery, follower) else { return try reload(follower) }
             } catch let error as PageLogError where error.mayComeFromAConcurrentWriter {
                 return try reload(follower)
             }
@@ -107,6 +112,10 @@ extension PageLog {
             return advanced
         }
     }
+
+    /// The number of tables a follower published so far (`Snapshot.publication` of a snapshot
+    /// taken now); 0 for a writer.
+    package var publication: UInt64 { shared.withLock { $0.publication } }
 
     /// Follower refreshes so far that reloaded from the superblock (tests, diagnostics).
     package var followerReloads: Int {
@@ -123,7 +132,7 @@ extension PageLog {
 
     /// Replays what was appended after `recovery.end`, into the segments the writer rolled to.
     /// False when the log cannot have grown by appends only (reload).
-    private func catchUp(_ recovery: inout Recovery, superblockFile: any StorageFile) throws -> Bool {
+    private func catchUp(_ recovery: inout Recovery, _ follower: LogFollower) throws -> Bool {
         var scanned = false
         while true {
             let position = recovery.end
@@ -134,7 +143,7 @@ extension PageLog {
             let rolled = try recovery.openNextSegment()
             // No next segment, yet a checkpoint in a later one: the writer rolled past this
             // segment and compacted the next one away while this follower was not looking.
-            if !rolled, try Self.superblockNamesSegment(after: position.segment, in: superblockFile) { return false }
+            if !rolled, try follower.newestCheckpointSegment() > position.segment { return false }
             guard rolled || status.size > position.offset else { break }
             try recovery.replay()
             scanned = true
@@ -145,27 +154,12 @@ extension PageLog {
         return try !scanned || recovery.witnessIntact()
     }
 
-    /// Whether a valid superblock slot names a checkpoint in a segment after `segment`: the log
-    /// went on past it. Read through the file's memory map when it has one — no system call; the
-    /// superblock is rewritten in place, never shortened, so mapping it is safe. A slot torn by a
-    /// write in progress fails its checksum and is ignored; the other slot is whole.
-    static func superblockNamesSegment(after segment: UInt64, in file: any StorageFile) throws -> Bool {
-        let slots = try PageLog.translatingIOErrors {
-            try file.withBytes(at: 0, count: Superblock.slotStride + Superblock.encodedSize) { raw in
-                [Array(raw[0..<Superblock.encodedSize]), Array(raw[Superblock.slotStride...])]
-            }
-        }
-        return (slots ?? []).enumerated().contains { index, bytes in
-            guard let block = try? Superblock.decode(bytes), block.slot == index else { return false }
-            return block.root.segment > segment
-        }
-    }
-
     /// Replaces the follower's state by a fresh load and publishes its table.
     private func reload(_ follower: LogFollower) throws -> Bool {
         let (recovery, superblockFile) = try Self.loadFollower(directory: directory, fileSystem: fileSystem, options: options)
         follower.recovery = recovery
         follower.superblockFile = superblockFile
+        follower.slotEpochs = nil
         follower.reloads += 1
         publish(recovery)
         return true
@@ -212,6 +206,32 @@ extension PageLog {
     }
 }
 
+extension LogFollower {
+    /// The highest segment a valid superblock slot names the checkpoint of: when it is after a
+    /// follower's last segment while the next segment is missing, the writer rolled past and
+    /// compacted the next one away. Read through the file's memory map when it has one — no
+    /// system call (the superblock is rewritten in place, never shortened, so mapping it is
+    /// safe) — and decoded only when a slot's epoch changed. A slot torn by a write in progress
+    /// fails its checksum and is ignored; the other slot is whole.
+    func newestCheckpointSegment() throws -> UInt64 {
+        let stride = Superblock.slotStride, size = Superblock.encodedSize
+        let read: Void? = try PageLog.translatingIOErrors {
+            try superblockFile.withBytes(at: 0, count: stride + size) { raw in
+                let epochs = (raw.loadUnaligned(fromByteOffset: 32, as: UInt64.self), raw.loadUnaligned(fromByteOffset: stride + 32, as: UInt64.self))
+                if let seen = slotEpochs, seen == epochs { return }
+                var newest: UInt64 = 0
+                for slot in 0..<2 {
+                    let bytes = Array(raw[(slot * stride)..<(slot * stride + size)])
+                    if let block = try? Superblock.decode(bytes), block.slot == slot { newest = max(newest, block.root.segment) }
+                }
+                slotEpochs = epochs
+                newestSlotSegment = newest
+            }
+        }
+        return read == nil ? 0 : newestSlotSegment
+    }
+}
+
 extension Recovery {
     /// Opens the segment after `end`'s when it exists (the writer rolled, or started one after
     /// a cut tail), so that `replay` continues into it. False when there is none.
@@ -219,7 +239,9 @@ extension Recovery {
     mutating func openNextSegment() throws -> Bool {
         let id = end.segment + 1
         if headers[id] != nil { return true }
-        guard let (file, header) = try openSegment(id) else { return false }
+        // A `stat` first: the common answer, no such file, then costs no thrown error.
+        if nextSegmentPath?.id != id { nextSegmentPath = (id, joinPath(directory, StoreFileNames.segment(id))) }
+        guard let name = nextSegmentPath?.path, fileSystem.fileExists(name), let (file, header) = try openSegment(id) else { return false }
         guard header.previousSegmentID == end.segment else {
             throw PageLogError.corruption(file: file.path, offset: 40, reason: "segment \(id) continues segment \(header.previousSegmentID), expected \(end.segment)")
         }

@@ -126,6 +126,8 @@ struct Recovery {
     /// Page table entries per segment, kept by a follower (nil otherwise) so that it lets go of
     /// segments its table no longer refers to.
     var pageCounts: [UInt64: Int]?
+    /// The path of the segment after the last, which a follower looks for at each refresh.
+    var nextSegmentPath: (id: UInt64, path: String)?
 
     private func path(_ name: String) -> String { joinPath(directory, name) }
 
