@@ -86,11 +86,12 @@ extension PageLog {
     /// snapshots always see its latest commit.
     ///
     /// Cheap when nothing changed: an `fstat` of the last segment, a `stat` of the next one's
-    /// name and a look at the superblock's epochs through its memory map. It reloads from the newest superblock (a new table) when its last segment was
-    /// removed or cut short, when the last frame it replayed is no longer there (a migration's
-    /// rollback cut the log and the writer appended again), or when the log does not continue
-    /// as the segment chain says or a checkpoint names a segment after its last while the next
-    /// one is gone (segments it needed were compacted away).
+    /// name and a look at the superblock's epochs through its memory map. It reloads from the
+    /// newest superblock (a new table) when its last segment was removed or cut short, when the
+    /// last frame it replayed is no longer there (a migration's rollback cut the log and the
+    /// writer appended again), or when the log does not continue as the segment chain says or a
+    /// checkpoint names a segment after its last while the next one is gone (segments it needed
+    /// were compacted away).
     ///
     /// - Throws: `PageLogError.closed`; `.corruption` when a reload finds committed data damaged
     ///   (the follower then keeps its last table); `.io`.
