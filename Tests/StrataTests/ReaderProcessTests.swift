@@ -30,6 +30,26 @@ enum ReaderSplitPlan: SchemaMigrationPlan {
     }
 }
 
+/// A child test run (`runChildTest`) on a thread of its own, so the parent can act meanwhile.
+final class ChildRun: Sendable {
+    private let status = Mutex<Int32>(-1)
+    private let finished = DispatchSemaphore(value: 0)
+
+    init(_ filter: String, environment: [String: String]) {
+        DispatchQueue.global().async { [self] in
+            let code = (try? runChildTest(filter, environment: environment)) ?? -1
+            status.withLock { $0 = code }
+            finished.signal()
+        }
+    }
+
+    /// Waits for the child to exit; its exit status (0: its tests passed).
+    func wait() -> Int32 {
+        finished.wait()
+        return status.withLock { $0 }
+    }
+}
+
 /// Reader processes (Architecture.md, "Reader processes", invariant 25): a read-only store
 /// opens while another instance or process writes the store, reads consistent snapshots, and
 /// sees the writer's commits — refreshed at the start of each read.
@@ -238,15 +258,8 @@ enum ReaderSplitPlan: SchemaMigrationPlan {
         #expect(try Self.count(reader) == 20)
         let seenFile = folder + "-seen", report = folder + "-report"
         defer { unlink(seenFile); unlink(report) }
-        let status = Mutex<Int32?>(nil)
-        let finished = DispatchSemaphore(value: 0)
-        DispatchQueue.global().async {
-            let code = (try? runChildTest("ReaderProcessTests/childWritesInTwoBatches",
-                                          environment: ["STRATA_FOLLOW_WRITE_STORE": folder, "STRATA_FOLLOW_SEEN": seenFile,
-                                                        "STRATA_FOLLOW_REPORT": report])) ?? -1
-            status.withLock { $0 = code }
-            finished.signal()
-        }
+        let child = ChildRun("ReaderProcessTests/childWritesInTwoBatches",
+                             environment: ["STRATA_FOLLOW_WRITE_STORE": folder, "STRATA_FOLLOW_SEEN": seenFile, "STRATA_FOLLOW_REPORT": report])
         // The first batch, seen while the child (waiting for us) holds the store open for writing.
         let sawFirst = try Self.wait { _ = try reader.refresh(); return try Self.count(reader) >= 30 }
         #expect(sawFirst)
@@ -256,8 +269,7 @@ enum ReaderSplitPlan: SchemaMigrationPlan {
             try Self.count(reader) == 40 && Context(reader).record(for: RecordID<PeopleV1.Person>(rawValue: 1))?.fullName == "Changed by the child"
         }
         #expect(sawSecond)
-        finished.wait()
-        #expect(status.withLock { $0 } == 0)
+        #expect(child.wait() == 0)
         #expect(readTextFile(report) == "done")
         try reader.close()
     }
@@ -290,19 +302,11 @@ enum ReaderSplitPlan: SchemaMigrationPlan {
         try writer.write { transaction in for age in 100..<115 { try transaction.insert(PeopleV1.Person(fullName: "Parent", age: age)) } }
         let ready = folder + "-ready", report = folder + "-report"
         defer { unlink(ready); unlink(report) }
-        let status = Mutex<Int32?>(nil)
-        let finished = DispatchSemaphore(value: 0)
-        DispatchQueue.global().async {
-            let code = (try? runChildTest("ReaderProcessTests/childReadsWhileTheParentWrites",
-                                          environment: ["STRATA_FOLLOW_READ_STORE": folder, "STRATA_FOLLOW_READY": ready,
-                                                        "STRATA_FOLLOW_REPORT": report])) ?? -1
-            status.withLock { $0 = code }
-            finished.signal()
-        }
+        let child = ChildRun("ReaderProcessTests/childReadsWhileTheParentWrites",
+                             environment: ["STRATA_FOLLOW_READ_STORE": folder, "STRATA_FOLLOW_READY": ready, "STRATA_FOLLOW_REPORT": report])
         #expect(Self.wait { readTextFile(ready) != nil })
         try writer.write { transaction in for age in 200..<210 { try transaction.insert(PeopleV1.Person(fullName: "Parent", age: age)) } }
-        finished.wait()
-        #expect(status.withLock { $0 } == 0)
+        #expect(child.wait() == 0)
         #expect(readTextFile(report) == "first 20, second true")
         try writer.close()
     }
