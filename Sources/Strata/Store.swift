@@ -33,10 +33,12 @@ public final class Store: Sendable {
         /// the app.
         public var isMigrationOwner = true
         /// Opens without writing anything: no migration, no schema registration, and every
-        /// save or write throws `StrataError.readOnly`. A store written by a newer version of
-        /// the app, whose changes since this app's version were all lightweight, opens through
-        /// this app's version (its records read as this version's types) instead of throwing
-        /// `storeIsNewer`.
+        /// save or write throws `StrataError.readOnly`. It takes no lock either: the store opens
+        /// while another process (or instance) writes it, and every read sees that writer's
+        /// latest commit (`Store.refresh()`, Docs/Architecture.md "Reader processes"). A store
+        /// written by a newer version of the app, whose changes since this app's version were all
+        /// lightweight, opens through this app's version (its records read as this version's
+        /// types) instead of throwing `storeIsNewer`.
         public var isReadOnly = false
         /// Called with the progress of a migration opening runs (see `MigrationProgress`), on
         /// the opening thread; keep it short. `Store.opening(…)` delivers the same as a stream.
