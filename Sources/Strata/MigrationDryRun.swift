@@ -39,8 +39,8 @@ public struct MigrationEstimate: Sendable {
 
 extension Store {
     /// Estimates the migration that opening the store at `path` with `schema` and
-    /// `migrationPlan` would run, without changing the store (it is read under its lock, and
-    /// nothing is written, not even a checkpoint).
+    /// `migrationPlan` would run, without changing the store (it is read as a read-only store
+    /// reads it, without its lock — so also while the app has it open — and nothing is written).
     ///
     /// The estimate of a stage that rewrites records is its record count (from the store root)
     /// times the per-record cost measured here, on this device: its transforms run on a sample
@@ -49,7 +49,7 @@ extension Store {
     /// stage costs a few milliseconds whatever the size.
     ///
     /// - Throws: what opening throws before migrating: ``MigrationPlanError``,
-    ///   `StrataError.storeIsNewer`, `.unknownModelVersion`, `.storeNotFound`, `.locked`.
+    ///   `StrataError.storeIsNewer`, `.unknownModelVersion`, `.storeNotFound`.
     public static func dryRun(at path: String, schema: any VersionedSchema.Type, migrationPlan: (any SchemaMigrationPlan.Type)?,
                               launchBudget: Duration = .milliseconds(400),
                               configuration: Configuration = Configuration()) throws -> MigrationEstimate {

@@ -75,7 +75,7 @@ extension Store {
     /// - Throws: storage errors.
     public func quarantinedRecords() throws -> [QuarantinedRecord] {
         try translating {
-            try records.snapshot().quarantineEntries().map { try QuarantinedRecord(sequence: $0.sequence, entry: $0.bytes) }
+            try snapshot().quarantineEntries().map { try QuarantinedRecord(sequence: $0.sequence, entry: $0.bytes) }
         }
     }
 
@@ -84,7 +84,7 @@ extension Store {
     /// - Throws: `StrataError.recordCoding` when it does not read as `Record`;
     ///   `.corruption` when the store's catalog lacks its version.
     public func record<Record: PersistentRecord>(_ quarantined: QuarantinedRecord, as type: Record.Type) throws -> Record {
-        guard let catalog = try MigrationRunner.catalog(of: records), let version = catalog.version(id: quarantined.catalogVersion) else {
+        guard let catalog = try MigrationRunner.catalog(in: snapshot()), let version = catalog.version(id: quarantined.catalogVersion) else {
             throw StrataError.corruption(file: "schema catalog", offset: 0,
                                          reason: "catalog version \(quarantined.catalogVersion) of a quarantined record is missing")
         }

@@ -64,13 +64,13 @@ extension Store {
     /// token) returns every transaction committed since; after an earlier one it throws
     /// `StrataError.historyTruncated`. `HistoryToken.start` while nothing was ever deleted.
     public func oldestHistoryToken() throws -> HistoryToken {
-        HistoryToken(rawValue: try translating { try records.snapshot() }.history?.horizon ?? 0)
+        HistoryToken(rawValue: try snapshot().history?.horizon ?? 0)
     }
 
     /// The token of the latest journaled transaction (`HistoryToken.start` when none was):
     /// where a new consumer starts when it only wants what comes next.
     public func currentHistoryToken() throws -> HistoryToken {
-        HistoryToken(rawValue: (try translating { try records.snapshot() }.history?.nextToken ?? 1) - 1)
+        HistoryToken(rawValue: (try snapshot().history?.nextToken ?? 1) - 1)
     }
 
     /// The journaled transactions `descriptor` selects.
@@ -78,7 +78,7 @@ extension Store {
     ///   journal keeps (``oldestHistoryToken()``); `.unknownEntity` for an entity name no
     ///   version of the store's schema has; `.corruption`, `.io`.
     public func fetchHistory(_ descriptor: HistoryDescriptor = HistoryDescriptor()) throws -> [HistoryTransaction] {
-        let snapshot = try translating { try records.snapshot() }
+        let snapshot = try snapshot()
         var transactions: [HistoryTransaction] = []
         try scanHistory(descriptor, in: snapshot) { transaction in
             transactions.append(transaction)
@@ -156,12 +156,12 @@ extension Store {
 
     /// The token the consumer named `name` last recorded, or nil when it is not registered.
     public func historyCursor(for name: String) throws -> HistoryToken? {
-        try translating { try records.snapshot() }.history?.consumers[name].map { HistoryToken(rawValue: $0) }
+        try snapshot().history?.consumers[name].map { HistoryToken(rawValue: $0) }
     }
 
     /// The registered consumers and their tokens.
     public func historyConsumers() throws -> [String: HistoryToken] {
-        (try translating { try records.snapshot() }.history?.consumers ?? [:]).mapValues { HistoryToken(rawValue: $0) }
+        (try snapshot().history?.consumers ?? [:]).mapValues { HistoryToken(rawValue: $0) }
     }
 
     /// Unregisters the consumer named `name` (history it alone held may then be deleted).

@@ -67,7 +67,9 @@ extension Store {
                             fileSystem: any FileSystem) throws -> RecordStore {
         func open() throws -> RecordStore {
             try translatingErrors {
-                RecordStore(log: try PageLog.open(directory: path, fileSystem: fileSystem, options: configuration.storage.pageLogOptions),
+                // Read-only: a follower of whatever process writes the store (no lock, nothing written).
+                RecordStore(log: try PageLog.open(directory: path, fileSystem: fileSystem, options: configuration.storage.pageLogOptions,
+                                                  readOnly: configuration.isReadOnly),
                             cache: NodeCache(budget: configuration.cacheBytes))
             }
         }
@@ -75,8 +77,6 @@ extension Store {
             throw StrataError.storeNotFound(path: path)
         }
         var records = try open()
-        // Read-only: nothing may write, not even a checkpoint at close.
-        if configuration.isReadOnly { records.log.checkpointsHeld.store(true, ordering: .releasing) }
         do {
             var resuming: MigrationMarker?
             if let marker = try translatingErrors({ try records.snapshot().root.migration }),
@@ -447,8 +447,13 @@ struct MigrationRunner {
 
     /// The store's catalog, or nil for a new store.
     static func catalog(of records: RecordStore) throws -> SchemaCatalog? {
+        try catalog(in: translatingErrors { try records.snapshot() })
+    }
+
+    /// The catalog of a snapshot, or nil for a new store.
+    static func catalog(in snapshot: RecordSnapshot) throws -> SchemaCatalog? {
         try translatingErrors {
-            guard let bytes = try records.snapshot().catalogBytes() else { return nil }
+            guard let bytes = try snapshot.catalogBytes() else { return nil }
             do { return try SchemaCatalog.decode(bytes) } catch {
                 throw StrataError.corruption(file: "schema catalog", offset: 0, reason: "\(error)")
             }
@@ -499,9 +504,9 @@ extension Store {
     /// is bound, nothing is migrated or written (not even a checkpoint). Nil for a store with
     /// no schema yet.
     ///
-    /// Like opening, it takes the store's lock for the moment it reads (another process that
-    /// has the store open makes it throw `StrataError.locked`).
-    /// - Throws: `StrataError.storeNotFound`, `.locked`, `.corruption`, `.io`.
+    /// It reads as a read-only store does, without the store's lock: it works while another
+    /// process has the store open, and sees that process's latest commit.
+    /// - Throws: `StrataError.storeNotFound`, `.corruption`, `.io`.
     public static func storedSchema(at path: String, configuration: Configuration = Configuration()) throws -> StoredSchema? {
         try storedSchema(at: path, configuration: configuration, fileSystem: configuration.storage.fileSystem)
     }
@@ -516,16 +521,17 @@ extension Store {
         }
     }
 
-    /// Runs `body` on the store at `path` opened for reading only what it needs: under its
-    /// lock, with checkpoints held so that nothing is written, not even at close.
+    /// Runs `body` on the store at `path` opened for reading only what it needs, as a follower
+    /// of whatever process writes it (`PageLog.open(…, readOnly: true)`): no lock, nothing
+    /// written, not even at close.
     /// - Throws: `StrataError.storeNotFound` (nothing is created), what opening and `body` throw.
     static func peek<T>(at path: String, configuration: Configuration, fileSystem: any FileSystem,
                         _ body: (RecordStore) throws -> T) throws -> T {
         guard PageLog.exists(directory: path, fileSystem: fileSystem) else { throw StrataError.storeNotFound(path: path) }
         return try translatingErrors {
-            let records = RecordStore(log: try PageLog.open(directory: path, fileSystem: fileSystem, options: configuration.storage.pageLogOptions),
+            let records = RecordStore(log: try PageLog.open(directory: path, fileSystem: fileSystem, options: configuration.storage.pageLogOptions,
+                                                            readOnly: true),
                                       cache: NodeCache(budget: 1 << 20))
-            records.log.checkpointsHeld.store(true, ordering: .releasing)
             defer { try? records.log.close() }
             return try body(records)
         }

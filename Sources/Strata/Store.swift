@@ -33,10 +33,12 @@ public final class Store: Sendable {
         /// the app.
         public var isMigrationOwner = true
         /// Opens without writing anything: no migration, no schema registration, and every
-        /// save or write throws `StrataError.readOnly`. A store written by a newer version of
-        /// the app, whose changes since this app's version were all lightweight, opens through
-        /// this app's version (its records read as this version's types) instead of throwing
-        /// `storeIsNewer`.
+        /// save or write throws `StrataError.readOnly`. It takes no lock either: the store opens
+        /// while another process (or instance) writes it, and every read sees that writer's
+        /// latest commit (`Store.refresh()`, Docs/Architecture.md "Reader processes"). A store
+        /// written by a newer version of the app, whose changes since this app's version were all
+        /// lightweight, opens through this app's version (its records read as this version's
+        /// types) instead of throwing `storeIsNewer`.
         public var isReadOnly = false
         /// Called with the progress of a migration opening runs (see `MigrationProgress`), on
         /// the opening thread; keep it short. `Store.opening(…)` delivers the same as a stream.
@@ -65,6 +67,8 @@ public final class Store: Sendable {
     /// Set when that view's version stops being the store's (the migration's switch): its
     /// reads then throw `migrationRequired`.
     let retired = Atomic<Bool>(false)
+    /// A read-only store's view of its writer's commits (Store+Follow.swift); nil otherwise.
+    let follower: StoreFollower?
     let binding: SchemaBinding
     /// The bound entities' inheritance families and relationships.
     let model: EntityModel
@@ -131,6 +135,7 @@ public final class Store: Sendable {
             }
             uniqueAttributes = uniques
             tombstoneAttributes = Self.tombstoneAttributes(of: schema, binding: binding)
+            follower = records.log.isFollower ? try StoreFollower(records: records) : nil
         }
         self.records = records
     }
@@ -195,13 +200,14 @@ public final class Store: Sendable {
         try translatingErrors { try records.log.close() }
     }
 
-    /// The latest snapshot, for a read.
+    /// The latest snapshot, for a read (a read-only store refreshes first: Store+Follow.swift).
     /// - Throws: `StrataError.migrationRequired` once this read-only view of an old version was
-    ///   retired by its migration's switch; storage errors.
+    ///   retired by its migration's switch; `.schemaChanged`; storage errors.
     func snapshot() throws -> RecordSnapshot {
         if retired.load(ordering: .acquiring) {
             throw StrataError.migrationRequired(stored: schema.version, required: schema.version)
         }
+        if let follower { return try follower.snapshot(records) }
         return try translatingErrors { try records.snapshot() }
     }
 

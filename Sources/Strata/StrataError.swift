@@ -70,6 +70,12 @@ public enum StrataError: Error, Sendable, Equatable, CustomStringConvertible {
     case readOnly
     /// There is no store at `path` (opening read-only, or reading a store's schema, creates none).
     case storeNotFound(path: String)
+    /// Another process (or store instance) changed the store's schema catalog — it registered a
+    /// new schema version, or finished a migration — after this read-only store bound its schema
+    /// (`Configuration.isReadOnly`, Architecture.md "Reader processes"). Its records may no
+    /// longer read as this store's types, so every read throws this until the store is closed
+    /// and opened again. `stored` is the store's newest schema version now, when readable.
+    case schemaChanged(stored: Schema.Version?)
     /// A migration stage failed; the store is exactly as it was before the migration began,
     /// every file byte for byte. The report says where and why.
     case migrationFailed(MigrationFailureReport)
@@ -131,6 +137,9 @@ public enum StrataError: Error, Sendable, Equatable, CustomStringConvertible {
         case .historyTruncated(let requested, let oldest):
             "the history after \(requested) is no longer complete: the journal holds every transaction only after \(oldest)"
         case .invalidHistoryConsumer(let name, let reason): "history consumer \"\(name)\": \(reason)"
+        case .schemaChanged(let stored):
+            "another process changed the store's schema\(stored.map { " (now version \($0))" } ?? "") after this read-only store opened; "
+                + "close it and open the store again"
         }
     }
 
@@ -173,6 +182,7 @@ public enum StrataError: Error, Sendable, Equatable, CustomStringConvertible {
         case .pageTooLarge(let bytes, let maximum): self = .pageTooLarge(bytes: bytes, maximum: maximum)
         case .invalidPageID(let id): self = .invalidPageID(id)
         case .closed: self = .closed
+        case .readOnly: self = .readOnly
         }
     }
 }

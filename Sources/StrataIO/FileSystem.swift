@@ -15,6 +15,11 @@ package protocol FileSystem: Sendable {
     /// it does not exist. Throws `IOError` with kind `.notFound` when it does not exist and
     /// `create` is false.
     func openFile(_ path: String, create: Bool) throws -> any StorageFile
+    /// Opens an existing file for reading only (`O_RDONLY`): writes, truncations and syncs
+    /// through the returned handle fail with `EBADF`. Throws `IOError` with kind `.notFound`
+    /// when the file does not exist. Readers of a store another process writes (page log
+    /// followers) open every file this way.
+    func openForReading(_ path: String) throws -> any StorageFile
     /// Creates a directory (and missing parents). Succeeds when it already exists.
     func createDirectory(_ path: String) throws
     /// The names (not paths) of the entries of a directory, in no particular order.
@@ -49,10 +54,28 @@ package protocol StorageFile: AnyObject, Sendable {
     func sync() throws
     /// The current size of the file in bytes.
     func size() throws -> UInt64
+    /// The file's size and whether it still has a name in a directory, in one call (`fstat`:
+    /// `st_size`, `st_nlink > 0`). A removed or replaced file stays readable through the
+    /// handles opened before, as on POSIX: this tells a reader that its handle is stale.
+    func status() throws -> FileStatus
     /// Sets the size of the file.
     func truncate(to size: UInt64) throws
     /// Closes the file. Later calls fail.
     func close()
+}
+
+/// What `StorageFile.status()` reports.
+package struct FileStatus: Sendable, Equatable {
+    /// The file's size in bytes.
+    package var size: UInt64
+    /// Whether a directory entry still names the file (false once it was removed, or replaced
+    /// by a rename, while this handle stayed open).
+    package var isLinked: Bool
+
+    package init(size: UInt64, isLinked: Bool) {
+        self.size = size
+        self.isLinked = isLinked
+    }
 }
 
 /// A held advisory lock.

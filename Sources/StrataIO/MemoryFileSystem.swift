@@ -256,6 +256,14 @@ package final class MemoryFileSystem: FileSystem, Sendable {
         }
     }
 
+    package func openForReading(_ path: String) throws -> any StorageFile {
+        try state.withLock { state in
+            try Self.checkAlive(&state, "open", path)
+            guard let inode = state.entries[path] else { throw IOError(.notFound, operation: "open", path: path) }
+            return MemoryFile(fileSystem: self, path: path, inode: inode, generation: state.generation, readOnly: true)
+        }
+    }
+
     package func createDirectory(_ path: String) throws {
         // Directories themselves are durable at once: a store folder is made before any file in it.
         state.withLock { state in
@@ -391,6 +399,14 @@ package final class MemoryFileSystem: FileSystem, Sendable {
         }
     }
 
+    fileprivate func status(_ path: String, _ file: Inode, generation: Int) throws -> FileStatus {
+        try state.withLock { state in
+            let inode = try Self.inode(&state, file, path, generation, "fstat")
+            // Linked while some name refers to this inode (a removed or renamed-over file is not).
+            return FileStatus(size: UInt64(inode.current.count), isLinked: state.entries.values.contains { $0 === inode })
+        }
+    }
+
     fileprivate func unlock(_ path: String, generation: Int) {
         state.withLock { state in
             if state.generation == generation { state.locks.remove(path) }
@@ -485,17 +501,26 @@ private final class MemoryFile: StorageFile, @unchecked Sendable {
     let path: String
     let inode: Inode  // touched only through the file system, under its mutex
     let generation: Int
+    /// Opened with `openForReading`: writes, truncations and syncs fail with EBADF, as
+    /// through an `O_RDONLY` descriptor.
+    let readOnly: Bool
     private let closed = Atomic<Bool>(false)
 
-    init(fileSystem: MemoryFileSystem, path: String, inode: Inode, generation: Int) {
+    init(fileSystem: MemoryFileSystem, path: String, inode: Inode, generation: Int, readOnly: Bool = false) {
         self.fileSystem = fileSystem
         self.path = path
         self.inode = inode
         self.generation = generation
+        self.readOnly = readOnly
     }
 
     private func checkOpen(_ operation: String) throws {
         if closed.load(ordering: .relaxed) { throw IOError(.other(9), operation: operation, path: path) }  // EBADF
+    }
+
+    private func checkWritable(_ operation: String) throws {
+        try checkOpen(operation)
+        if readOnly { throw IOError(.other(9), operation: operation, path: path, code: 9) }  // EBADF
     }
 
     func read(into buffer: UnsafeMutableRawBufferPointer, at offset: UInt64) throws -> Int {
@@ -504,12 +529,12 @@ private final class MemoryFile: StorageFile, @unchecked Sendable {
     }
 
     func write(_ bytes: UnsafeRawBufferPointer, at offset: UInt64) throws {
-        try checkOpen("pwrite")
+        try checkWritable("pwrite")
         try fileSystem.write(path, inode, generation: generation, bytes, at: offset)
     }
 
     func sync() throws {
-        try checkOpen("fdatasync")
+        try checkWritable("fdatasync")
         try fileSystem.sync(path, inode, generation: generation)
     }
 
@@ -518,8 +543,13 @@ private final class MemoryFile: StorageFile, @unchecked Sendable {
         return try fileSystem.size(path, inode, generation: generation)
     }
 
+    func status() throws -> FileStatus {
+        try checkOpen("fstat")
+        return try fileSystem.status(path, inode, generation: generation)
+    }
+
     func truncate(to size: UInt64) throws {
-        try checkOpen("ftruncate")
+        try checkWritable("ftruncate")
         try fileSystem.truncate(path, inode, generation: generation, to: size)
     }
 

@@ -28,6 +28,12 @@ package struct POSIXFileSystem: FileSystem {
         return POSIXFile(fd: fd, path: path, memoryMapping: memoryMapping)
     }
 
+    package func openForReading(_ path: String) throws -> any StorageFile {
+        let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC)  // open(2)
+        guard fd >= 0 else { throw posixError("open", path) }
+        return POSIXFile(fd: fd, path: path, memoryMapping: memoryMapping, readOnly: true)
+    }
+
     package func createDirectory(_ path: String) throws {
         var partial = path.hasPrefix("/") ? "" : "."
         for component in path.split(separator: "/") {
@@ -93,6 +99,8 @@ final class POSIXFile: StorageFile, @unchecked Sendable {
     private var fd: Int32
 
     private let memoryMapping: Bool
+    /// Opened `O_RDONLY` (`openForReading`): writes, truncations and syncs fail with `EBADF`.
+    private let readOnly: Bool
 
     /// Maps of the file, read-only. A map is never removed while the file object lives (a
     /// reader may be using it); a larger one replaces it for new reads when the file grows.
@@ -102,16 +110,23 @@ final class POSIXFile: StorageFile, @unchecked Sendable {
         /// A size the file has at least: bytes below it may be read through a map. Kept by
         /// this object's writes and truncations (the store lock keeps other writers out),
         /// refreshed by fstat when a read reaches past it — so a mapped read never touches a
-        /// page past the end of the file.
+        /// page past the end of the file. (A handle opened for reading while another process
+        /// writes the file must only map bytes that process never truncates: the page log's
+        /// followers map only bytes before a checkpoint, Architecture.md invariant 25.)
         var knownSize: UInt64 = 0
     }
 
     private let maps = Mutex(Maps())
 
-    init(fd: Int32, path: String, memoryMapping: Bool = true) {
+    init(fd: Int32, path: String, memoryMapping: Bool = true, readOnly: Bool = false) {
         self.fd = fd
         self.path = path
         self.memoryMapping = memoryMapping
+        self.readOnly = readOnly
+    }
+
+    private func checkWritable(_ operation: String, offset: UInt64? = nil) throws {
+        if readOnly { throw IOError(.other(EBADF), operation: operation, path: path, offset: offset, code: EBADF) }
     }
 
     deinit {
@@ -169,6 +184,7 @@ final class POSIXFile: StorageFile, @unchecked Sendable {
     }
 
     func write(_ bytes: UnsafeRawBufferPointer, at offset: UInt64) throws {
+        try checkWritable("pwrite", offset: offset)
         guard offset <= UInt64(Int64.max) - UInt64(bytes.count) else {
             throw IOError(.other(EINVAL), operation: "pwrite", path: path, offset: offset, code: EINVAL)
         }
@@ -188,6 +204,7 @@ final class POSIXFile: StorageFile, @unchecked Sendable {
     func sync() throws {
         // fdatasync(2). A failure is reported, never retried: after a failed sync the kernel may
         // have dropped the dirty pages, so the caller must stop writing (the page log does).
+        try checkWritable("fdatasync")
         if fdatasync(fd) != 0 { throw posixError("fdatasync", path) }
     }
 
@@ -197,7 +214,14 @@ final class POSIXFile: StorageFile, @unchecked Sendable {
         return UInt64(info.st_size)
     }
 
+    func status() throws -> FileStatus {
+        var info = stat()
+        if fstat(fd, &info) != 0 { throw posixError("fstat", path) }  // fstat(2)
+        return FileStatus(size: UInt64(info.st_size), isLinked: info.st_nlink > 0)
+    }
+
     func truncate(to size: UInt64) throws {
+        try checkWritable("ftruncate")
         // The known size shrinks before the file does: no mapped read starts past the new end.
         maps.withLock { $0.knownSize = min($0.knownSize, size) }
         if ftruncate(fd, off_t(size)) != 0 { throw posixError("ftruncate", path) }  // ftruncate(2)

@@ -7,11 +7,18 @@ extension PageLog {
     /// the log after the checkpoint up to the first invalid frame (Docs/Architecture.md,
     /// "Recovery").
     ///
-    /// - Throws: `PageLogError.locked` when another writer has the store open;
-    ///   `.corruption` naming file, offset and reason when committed data is damaged;
-    ///   `.unsupportedFormatVersion` for a store written by a newer format; `.io`.
+    /// `readOnly`: opens the store as a *follower* of the process that writes it (invariant 25,
+    /// `PageLog+Follow.swift`): no lock is taken, nothing is created, written, removed or
+    /// synced, and a torn tail is where that writer is appending; `refresh()` then applies what
+    /// it commits. Every write, checkpoint and compaction throws `PageLogError.readOnly`.
+    ///
+    /// - Throws: `PageLogError.locked` when another writer has the store open (never for a
+    ///   follower); `.corruption` naming file, offset and reason when committed data is damaged;
+    ///   `.unsupportedFormatVersion` for a store written by a newer format; `.io` (for a
+    ///   follower, `.notFound` on the superblock when there is no store).
     package static func open(directory: String, fileSystem: any FileSystem = POSIXFileSystem(),
-                             options: PageLogOptions = PageLogOptions()) throws -> PageLog {
+                             options: PageLogOptions = PageLogOptions(), readOnly: Bool = false) throws -> PageLog {
+        if readOnly { return try openFollower(directory: directory, fileSystem: fileSystem, options: options) }
         func io<T>(_ body: () throws -> T) throws -> T {
             do { return try body() } catch let error as IOError { throw PageLogError.io(error) }
         }
@@ -53,8 +60,10 @@ extension PageLog {
             segmentIDs = [1]
             created = true
         }
-        return try recover(directory: directory, fileSystem: fileSystem, options: options, lock: lock,
-                           segmentIDs: segmentIDs, created: created)
+        return try recover(directory: directory, fileSystem: fileSystem, options: options, segmentIDs: segmentIDs, created: created,
+                           readOnly: false) { recovery, superblockFile in
+            try recovery.finish(superblockFile: superblockFile, lock: lock)
+        }
     }
 
     /// Size of segment 1 right after creation: header + the empty checkpoint root.

@@ -4,14 +4,21 @@ import StrataIO
 extension PageLog {
     /// Recovery (Docs/Architecture.md, "Recovery"): pick the newest valid superblock slot and
     /// recover from its checkpoint; if that checkpoint is damaged, try the older slot (its
-    /// replay runs through the newer checkpoint's frames and reaches the same end).
-    static func recover(directory: String, fileSystem: any FileSystem, options: PageLogOptions, lock: any FileLock,
-                        segmentIDs: [UInt64], created: Bool) throws -> PageLog {
+    /// replay runs through the newer checkpoint's frames and reaches the same end). `finish`
+    /// turns the recovered state into what the caller opens (a writer's page log, or a
+    /// follower's state); a corruption it throws makes the older slot be tried too.
+    ///
+    /// `segmentIDs`: the segment files present, or nil to list them after reading the
+    /// superblock (a follower: a segment its writer creates meanwhile is then either listed or
+    /// found by the next refresh). `readOnly`: a follower's recovery (invariant 25): files
+    /// opened for reading only, a torn tail is where the writer is appending, not an error.
+    static func recover<T>(directory: String, fileSystem: any FileSystem, options: PageLogOptions, segmentIDs: [UInt64]?,
+                           created: Bool, readOnly: Bool, _ finish: (Recovery, any StorageFile) throws -> T) throws -> T {
         let superblockPath = joinPath(directory, StoreFileNames.superblock)
         let superblockFile: any StorageFile
         let bytes: [UInt8]
         do {
-            superblockFile = try fileSystem.openFile(superblockPath, create: false)
+            superblockFile = try readOnly ? fileSystem.openForReading(superblockPath) : fileSystem.openFile(superblockPath, create: false)
             bytes = try superblockFile.read(count: Superblock.fileSize, at: 0)
         } catch let error as IOError {
             throw PageLogError.io(error)
@@ -40,17 +47,18 @@ extension PageLog {
             throw PageLogError.corruption(file: superblockPath, offset: 0,
                                           reason: "neither superblock slot is valid (\(problems.joined(separator: "; ")))")
         }
+        let segmentIDs = try segmentIDs ?? listSegments(directory: directory, fileSystem: fileSystem)
         // Every valid slot proves the log was synced up to the end of the checkpoint it names;
         // recovering from an older slot must replay at least that far.
         let mustReach = candidates.map { LogPosition(segment: $0.root.segment, offset: $0.root.end) }.max()
         var firstError: Error?
         for (index, superblock) in candidates.enumerated() {
             do {
-                var recovery = try Recovery(directory: directory, fileSystem: fileSystem, options: options,
-                                            superblock: superblock, segmentIDs: segmentIDs, mustReach: mustReach)
+                var recovery = try Recovery(directory: directory, fileSystem: fileSystem, options: options, superblock: superblock,
+                                            segmentIDs: segmentIDs, mustReach: mustReach, readOnly: readOnly)
                 recovery.report.usedOlderSuperblock = index > 0
                 recovery.report.created = created
-                return try recovery.finish(superblockFile: superblockFile, lock: lock)
+                return try finish(recovery, superblockFile)
             } catch let error as PageLogError {
                 guard case .corruption = error else { throw error }
                 if firstError == nil { firstError = error }
@@ -58,14 +66,29 @@ extension PageLog {
         }
         throw firstError ?? PageLogError.corruption(file: superblockPath, offset: 0, reason: "no usable checkpoint")
     }
+
+    /// The ids of the segment files in `directory`, ascending.
+    static func listSegments(directory: String, fileSystem: any FileSystem) throws -> [UInt64] {
+        do {
+            return try fileSystem.contentsOfDirectory(directory).compactMap(StoreFileNames.segmentID).sorted()
+        } catch let error as IOError {
+            throw PageLogError.io(error)
+        }
+    }
 }
 
-/// The work of recovering from one superblock; `finish` builds the open page log.
+/// The work of recovering from one superblock; `finish` builds the open page log. A
+/// follower keeps its `Recovery` and goes on replaying the log from where it ended
+/// (`PageLog+Follow.swift`).
 struct Recovery {
     let directory: String
     let fileSystem: any FileSystem
     let options: PageLogOptions
     let superblock: Superblock
+    /// A follower's recovery (invariant 25): files opened for reading only; a segment listed
+    /// but gone when opened is skipped (the writer deleted it; the chain check still requires
+    /// every segment from the checkpoint's on); replay keeps frames pending at the end.
+    let readOnly: Bool
     var report = RecoveryReport()
 
     var files: [UInt64: any StorageFile] = [:]
@@ -84,18 +107,39 @@ struct Recovery {
     var maxSeenLSN: UInt64
     var nextPageID: UInt64
     var dirtyChunks = Set<Int>()
-    /// Where the valid log ends: the last segment and the first offset after its last valid frame.
-    var end = LogPosition(segment: 0, offset: 0)
+    /// Where the valid log ends: the last segment and the first offset after its last valid
+    /// frame. Replay starts here (just after the checkpoint root at first).
+    var end: LogPosition
     var lastSegmentSize: UInt64 = 0
+    /// Frames of the transaction replay has not seen the commit frame of yet (a follower
+    /// keeps them from one refresh to the next: its writer may be appending that transaction).
+    var pending: [(pageID: UInt64, location: PageLocation)] = []
+    var pendingLSN: UInt64?
+    /// The header of the last valid frame replay read in the last segment, and where: a
+    /// follower reads it again after each refresh to prove the bytes it replayed were not cut
+    /// and rewritten meanwhile (a migration's rollback). Nil before the segment's first frame.
+    var witness: (segment: UInt64, offset: UInt64, header: FrameHeader)?
+    /// The end of the last checkpoint root replay passed (or the superblock's): bytes before it
+    /// are never truncated (invariant 22 holds checkpoints from a rollback point on), so a
+    /// follower may read them through memory maps (invariant 25).
+    var checkpointedEnd: LogPosition
+    /// Page table entries per segment, kept by a follower (nil otherwise) so that it lets go of
+    /// segments its table no longer refers to.
+    var pageCounts: [UInt64: Int]?
+    /// The path of the segment after the last, which a follower looks for at each refresh.
+    var nextSegmentPath: (id: UInt64, path: String)?
 
     private func path(_ name: String) -> String { joinPath(directory, name) }
 
     init(directory: String, fileSystem: any FileSystem, options: PageLogOptions, superblock: Superblock, segmentIDs: [UInt64],
-         mustReach: LogPosition?) throws {
+         mustReach: LogPosition?, readOnly: Bool = false) throws {
         self.directory = directory
         self.fileSystem = fileSystem
         self.options = options
         self.superblock = superblock
+        self.readOnly = readOnly
+        end = LogPosition(segment: superblock.root.segment, offset: superblock.root.end)
+        checkpointedEnd = end
         report.superblockEpoch = superblock.epoch
         lastLSN = superblock.checkpointLSN
         maxSeenLSN = superblock.checkpointLSN
@@ -117,29 +161,7 @@ struct Recovery {
             guard id <= UInt64(UInt32.max) else {
                 throw PageLogError.corruption(file: name, offset: 0, reason: "segment id \(id) is out of range")
             }
-            let file: any StorageFile
-            let bytes: [UInt8]
-            do {
-                file = try fileSystem.openFile(name, create: false)
-                bytes = try file.read(count: SegmentHeader.size, at: 0)
-            } catch let error as IOError {
-                throw PageLogError.io(error)
-            }
-            let header: SegmentHeader
-            do {
-                header = try SegmentHeader.decode(bytes)
-            } catch let error as FormatError {
-                if let version = error.unsupportedVersion {
-                    throw PageLogError.unsupportedFormatVersion(file: name, found: version, supported: currentFormatVersion)
-                }
-                throw PageLogError.corrupt(name, 0, error)
-            }
-            guard header.storeID == superblock.storeID else {
-                throw PageLogError.corruption(file: name, offset: 16, reason: "segment belongs to store \(header.storeID), not \(superblock.storeID)")
-            }
-            guard header.segmentID == id else {
-                throw PageLogError.corruption(file: name, offset: 32, reason: "segment file \(id) says it is segment \(header.segmentID)")
-            }
+            guard let (file, header) = try openSegment(id) else { continue }  // a follower's writer deleted it
             files[id] = file
             headers[id] = header
         }
@@ -159,6 +181,38 @@ struct Recovery {
                                               reason: "segment \(id) continues segment \(header.previousSegmentID), expected \(id - 1)")
             }
         }
+    }
+
+    /// Opens segment `id` and checks its header (store id, id); nil when a follower finds it
+    /// gone (a writer never does: its listing is its own).
+    func openSegment(_ id: UInt64) throws -> (any StorageFile, SegmentHeader)? {
+        let name = path(StoreFileNames.segment(id))
+        let file: any StorageFile
+        let bytes: [UInt8]
+        do {
+            file = try readOnly ? fileSystem.openForReading(name) : fileSystem.openFile(name, create: false)
+            bytes = try file.read(count: SegmentHeader.size, at: 0)
+        } catch let error as IOError where readOnly && error.kind == .notFound {
+            return nil
+        } catch let error as IOError {
+            throw PageLogError.io(error)
+        }
+        let header: SegmentHeader
+        do {
+            header = try SegmentHeader.decode(bytes)
+        } catch let error as FormatError {
+            if let version = error.unsupportedVersion {
+                throw PageLogError.unsupportedFormatVersion(file: name, found: version, supported: currentFormatVersion)
+            }
+            throw PageLogError.corrupt(name, 0, error)
+        }
+        guard header.storeID == superblock.storeID else {
+            throw PageLogError.corruption(file: name, offset: 16, reason: "segment belongs to store \(header.storeID), not \(superblock.storeID)")
+        }
+        guard header.segmentID == id else {
+            throw PageLogError.corruption(file: name, offset: 32, reason: "segment file \(id) says it is segment \(header.segmentID)")
+        }
+        return (file, header)
     }
 
     // MARK: Checkpoint
@@ -295,11 +349,14 @@ struct Recovery {
 
     // MARK: Replay
 
-    private mutating func replay() throws {
-        var segment = superblock.root.segment
-        var start = superblock.root.end
-        var pending: [(pageID: UInt64, location: PageLocation)] = []
-        var pendingLSN: UInt64?
+    /// Replays the log from `end` (invariant 5: a transaction's frames take effect at its commit
+    /// frame) through every segment in `headers`, up to the first frame that is not valid, and
+    /// sets `end` there. A follower calls it again after each refresh found more bytes (or a
+    /// new segment): it goes on from where it stopped, with its pending frames.
+    mutating func replay() throws {
+        var segment = end.segment
+        var start = end.offset
+        var rescanned = false
         while true {
             guard let file = files[segment] else { break }
             let size: UInt64
@@ -372,6 +429,7 @@ struct Recovery {
                                 usage[UInt64(old.segment)] = entry
                             }
                             if !location.isNone { usage[UInt64(location.segment)]?.liveBytes += UInt64(location.length) }
+                            if pageCounts != nil { countPages(old: old, new: location) }
                             table[pageID] = location
                             dirtyChunks.insert(Int(pageID / UInt64(PageTable.chunkEntries)))
                         }
@@ -382,14 +440,19 @@ struct Recovery {
                         pending.removeAll()
                         pendingLSN = nil
                     case .tableChunk, .checkpoint:
-                        // Written by a checkpoint whose superblock slot is not in charge; changes
-                        // nothing. Checkpoints run between transactions, so frames pending here
-                        // belong to an abandoned transaction (whose LSN a later one may reuse).
+                        // Written by a checkpoint whose superblock slot is not in charge (for a
+                        // follower: its writer's checkpoints); changes nothing. Checkpoints run
+                        // between transactions, so frames pending here belong to an abandoned
+                        // transaction (whose LSN a later one may reuse).
                         pending.removeAll()
                         pendingLSN = nil
+                        if header.kind == .checkpoint {
+                            checkpointedEnd = max(checkpointedEnd, LogPosition(segment: segment, offset: offset + length))
+                        }
                     }
                     usage[segment]?.totalBytes += length
                     report.replayedBytes += length
+                    witness = (segment, offset, header)
                 }
             }
             if let next = headers[segment + 1] {
@@ -399,6 +462,7 @@ struct Recovery {
                 }
                 segment += 1
                 start = UInt64(SegmentHeader.size)
+                witness = nil
                 continue
             }
             // The last segment: anything after the valid frames is a torn or unfinished write,
@@ -407,6 +471,13 @@ struct Recovery {
             lastSegmentSize = size
             if stopOffset < size {
                 if let proof = try scanner.findDurabilityProof(after: stopOffset, beyond: end, segment: segment) {
+                    // A follower may have read the frame at the stop while its writer was still
+                    // writing it, and the proving commit after it was synced: read it once more.
+                    if readOnly && !rescanned {
+                        rescanned = true
+                        start = stopOffset
+                        continue
+                    }
                     throw PageLogError.corruption(file: file.path, offset: stopOffset,
                                                   reason: "\(stopReason); the commit at offset \(proof) shows these bytes had been synced")
                 }
@@ -415,6 +486,14 @@ struct Recovery {
             if !pending.isEmpty { report.tailWasTorn = true }
             break
         }
+    }
+
+    /// Keeps `pageCounts` as a table entry moves from `old` to `new`.
+    private mutating func countPages(old: PageLocation, new: PageLocation) {
+        if !old.isNone, let count = pageCounts?[UInt64(old.segment)] {
+            pageCounts?[UInt64(old.segment)] = count > 1 ? count - 1 : nil
+        }
+        if !new.isNone { pageCounts?[UInt64(new.segment), default: 0] += 1 }
     }
 
     // MARK: Finish

@@ -10,6 +10,10 @@ import StrataIO
 /// Concurrency: one writer at a time (`write`, `checkpoint`, `compact` serialize on the writer
 /// lock); any number of readers on snapshots, which never wait for the writer. Durable commits
 /// from several threads share fdatasync calls (group commit). All methods are thread-safe.
+///
+/// Opened with `readOnly`, a page log is a *follower* of another instance or process that
+/// writes the store (invariant 25, `PageLog+Follow.swift`): it writes nothing and `refresh()`
+/// applies what the writer committed since.
 package final class PageLog: Sendable {
     /// Page ids below this are fixed: never allocated, always writable (layers above keep
     /// their roots there).
@@ -52,6 +56,8 @@ package final class PageLog: Sendable {
     /// The last error of a background compaction, if any.
     package let backgroundError = Mutex<String?>(nil)
     let lock: Mutex<(any FileLock)?>
+    /// A follower's replay state (nil for a writer); touched only with `writerLock` held.
+    let follower: LogFollower?
 
     struct SharedState {
         var table: PageTable
@@ -63,11 +69,16 @@ package final class PageLog: Sendable {
         var snapshots: [UInt64: UInt64] = [:]
         var nextSnapshotToken: UInt64 = 1
         var closed = false
+        /// A follower's snapshots read frames ending at or before this through memory maps, later
+        /// ones with `pread` (invariant 25); nil: every frame may be mapped.
+        var mappableEnd: LogPosition?
+        /// Counts the tables a follower published (`Snapshot.publication`).
+        var publication: UInt64 = 0
     }
 
     init(fileSystem: any FileSystem, directory: String, options: PageLogOptions, storeID: StoreID,
          recoveryReport: RecoveryReport, writer: LogWriter, segments: [UInt64: any StorageFile],
-         durablePosition: LogPosition, lock: any FileLock) {
+         durablePosition: LogPosition, lock: (any FileLock)?, follower: LogFollower? = nil, mappableEnd: LogPosition? = nil) {
         self.fileSystem = fileSystem
         self.directory = directory
         self.options = options
@@ -75,10 +86,14 @@ package final class PageLog: Sendable {
         self.recoveryReport = recoveryReport
         self.writer = writer
         self.shared = Mutex(SharedState(table: writer.table, lsn: writer.lastLSN, segments: segments,
-                                        flushedFile: writer.activeFile, flushedPosition: writer.endPosition))
+                                        flushedFile: writer.activeFile, flushedPosition: writer.endPosition, mappableEnd: mappableEnd))
         self.durable = Mutex(durablePosition)
         self.lock = Mutex(lock)
+        self.follower = follower
     }
+
+    /// Whether this instance follows another that writes the store (opened `readOnly`).
+    package var isFollower: Bool { follower != nil }
 
     func path(_ name: String) -> String { joinPath(directory, name) }
 
@@ -91,7 +106,8 @@ package final class PageLog: Sendable {
             let token = state.nextSnapshotToken
             state.nextSnapshotToken += 1
             state.snapshots[token] = state.lsn
-            return Snapshot(log: self, table: state.table, lsn: state.lsn, segments: state.segments, token: token)
+            return Snapshot(log: self, table: state.table, lsn: state.lsn, segments: state.segments, token: token,
+                            mappableEnd: state.mappableEnd, publication: state.publication)
         }
     }
 
@@ -228,6 +244,7 @@ package final class PageLog: Sendable {
     /// the files and the writer lock are released. Snapshots still open keep working until
     /// released; new operations throw `PageLogError.closed`.
     package func close() throws {
+        if follower != nil { return closeFollower() }
         try writerLock.withLock { _ in
             let alreadyClosed = shared.withLock { state in
                 defer { state.closed = true }
@@ -247,7 +264,8 @@ package final class PageLog: Sendable {
 
     /// Counters describing the store now.
     package var statistics: PageLogStatistics {
-        writerLock.withLock { _ in
+        if let follower { return followerStatistics(follower) }
+        return writerLock.withLock { _ in
             PageLogStatistics(logBytes: writer.totalLogBytes, liveBytes: writer.totalLiveBytes, segmentCount: writer.usage.count,
                               lastLSN: writer.lastLSN, pageCount: writer.table.count, checkpointEpoch: writer.superblock.epoch,
                               segmentSyncs: segmentSyncs.load(ordering: .relaxed))
@@ -255,6 +273,7 @@ package final class PageLog: Sendable {
     }
 
     func checkWritable() throws {
+        if follower != nil { throw PageLogError.readOnly(path: directory) }
         if let cause = failure.withLock({ $0 }) { throw PageLogError.poisoned(cause: cause) }
         if shared.withLock({ $0.closed }) { throw PageLogError.closed }
     }

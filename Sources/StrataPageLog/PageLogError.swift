@@ -22,6 +22,9 @@ package enum PageLogError: Error, Sendable, Equatable, CustomStringConvertible {
     case invalidPageID(UInt64)
     /// The store was closed.
     case closed
+    /// The page log at `path` was opened read-only, as a follower of the process that writes
+    /// it (`PageLog.open(…, readOnly: true)`): it never writes, checkpoints or compacts.
+    case readOnly(path: String)
 
     package var description: String {
         switch self {
@@ -34,6 +37,7 @@ package enum PageLogError: Error, Sendable, Equatable, CustomStringConvertible {
         case .pageTooLarge(let bytes, let maximum): "a page of \(bytes) bytes exceeds the maximum of \(maximum)"
         case .invalidPageID(let id): "page id \(id) was never allocated"
         case .closed: "the store is closed"
+        case .readOnly(let path): "the store at \(path) was opened read-only: nothing can be written"
         }
     }
 

@@ -73,7 +73,7 @@ extension Snapshot {
                 try PageLog.checkPageFrame(header, pageID: pageID, location: location, path: file.path)
                 try body(header, stored, file.path, offset)
             }
-            return mapped ? try file.withBytes(at: offset, count: Int(location.length), verify)
+            return mapped && mayMap(location) ? try file.withBytes(at: offset, count: Int(location.length), verify)
                           : try file.withBytesRead(at: offset, count: Int(location.length), verify)
         }
         guard read != nil else {

@@ -12,13 +12,29 @@ package final class Snapshot: Sendable {
     let segments: [UInt64: any StorageFile]
     let log: PageLog
     let token: UInt64
+    /// Frames ending after this are read with `pread`, never through a memory map: a follower's
+    /// writer may still truncate them (invariant 25). Nil: every frame may be mapped.
+    let mappableEnd: LogPosition?
+    /// Which table a follower published this snapshot from: equal numbers, equal tables (0 for
+    /// every snapshot of a writer). A reader compares them to tell whether a `refresh()` —
+    /// its own or another thread's — changed anything.
+    package let publication: UInt64
 
-    init(log: PageLog, table: PageTable, lsn: UInt64, segments: [UInt64: any StorageFile], token: UInt64) {
+    init(log: PageLog, table: PageTable, lsn: UInt64, segments: [UInt64: any StorageFile], token: UInt64,
+         mappableEnd: LogPosition? = nil, publication: UInt64 = 0) {
         self.log = log
         self.table = table
         self.lsn = lsn
         self.segments = segments
         self.token = token
+        self.mappableEnd = mappableEnd
+        self.publication = publication
+    }
+
+    /// Whether the frame at `location` may be read through a memory map.
+    func mayMap(_ location: PageLocation) -> Bool {
+        guard let mappableEnd else { return true }
+        return LogPosition(segment: UInt64(location.segment), offset: UInt64(location.offset) + UInt64(location.length)) <= mappableEnd
     }
 
     deinit { log.releaseSnapshot(token) }
@@ -34,7 +50,7 @@ package final class Snapshot: Sendable {
             throw PageLogError.corruption(file: StoreFileNames.segment(UInt64(location.segment)), offset: UInt64(location.offset),
                                           reason: "segment \(location.segment), which holds page \(pageID), is missing")
         }
-        return try PageLog.readPage(pageID, at: location, in: file, mapped: mapped)
+        return try PageLog.readPage(pageID, at: location, in: file, mapped: mapped && mayMap(location))
     }
 
     /// The location of a page in this snapshot (for tests and verification).

@@ -140,3 +140,45 @@ import StrataTestSupport
         #expect(throws: IOError.self) { _ = try fs.openFile("/d/g", create: true) }
     }
 }
+
+/// What page log followers rely on (Architecture.md invariant 25), on both file systems: a
+/// handle opened for reading refuses writes; `status()` reports the size another handle grows
+/// or cuts, and that the file was removed or replaced; a handle of a removed file still reads
+/// its bytes (POSIX).
+@Suite struct ReadOnlyHandleTests {
+    @Test(arguments: [false, true]) func readOnlyHandlesSeeOtherWritersAndOutliveRemoval(realFiles: Bool) throws {
+        let directory = realFiles ? try temporaryDirectory() : "/dir"
+        defer { if realFiles { removeDirectory(directory) } }
+        let fs: any FileSystem = realFiles ? POSIXFileSystem() : MemoryFileSystem()
+        if !realFiles { try fs.createDirectory(directory) }
+        let path = joinPath(directory, "a")
+        #expect(throws: IOError.self) { _ = try fs.openForReading(path) }
+        let writer = try fs.openFile(path, create: true)
+        try writer.write([1, 2, 3], at: 0)
+        let reader = try fs.openForReading(path)
+        #expect(try reader.status() == FileStatus(size: 3, isLinked: true))
+        #expect(throws: IOError.self) { try reader.write([9], at: 0) }
+        #expect(throws: IOError.self) { try reader.truncate(to: 0) }
+        #expect(throws: IOError.self) { try reader.sync() }
+        // Growth and truncation through the other handle.
+        try writer.write([4, 5], at: 3)
+        #expect(try reader.status().size == 5)
+        #expect(try reader.withBytes(at: 0, count: 5) { Array($0) } == [1, 2, 3, 4, 5])
+        try writer.truncate(to: 2)
+        #expect(try reader.status().size == 2)
+        #expect(try reader.read(count: 5, at: 0) == [1, 2])
+        // Replaced by a rename: the old handle reads the old file, which is no longer linked.
+        let other = try fs.openFile(joinPath(directory, "b"), create: true)
+        try other.write([7, 7, 7, 7], at: 0)
+        try fs.rename(joinPath(directory, "b"), to: path)
+        #expect(try reader.status() == FileStatus(size: 2, isLinked: false))
+        #expect(try reader.read(count: 5, at: 0) == [1, 2])
+        let fresh = try fs.openForReading(path)
+        #expect(try fresh.status() == FileStatus(size: 4, isLinked: true))
+        // Removed: still readable through the handle.
+        try fs.removeFile(path)
+        #expect(try fresh.status() == FileStatus(size: 4, isLinked: false))
+        #expect(try fresh.read(count: 4, at: 0) == [7, 7, 7, 7])
+        for file in [writer, reader, other, fresh] { file.close() }
+    }
+}

@@ -2,6 +2,9 @@ import FoundationEssentials
 import Testing
 import Strata
 import StrataTestSupport
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// `Store.write` called synchronously (the async overload is preferred in async code).
 func commit<T>(_ store: Store, author: String? = nil, _ body: (Store.WriteTransaction) throws -> T) throws -> T {
@@ -140,5 +143,66 @@ func commit<T>(_ store: Store, author: String? = nil, _ body: (Store.WriteTransa
         let next = try #require(try await iterator.next())
         #expect(next.records.map(\.id) == [ids[0], ids[2], ids[3]])
         #expect(next.changes == ResultsChanges(deleted: [1], inserted: [2], updated: [], moved: []))
+    }
+}
+
+/// The history observer across processes: a child process writes the store while the parent,
+/// which opened it read-only, observes its history (Docs/History.md, "Observing").
+@Suite(.serialized) struct CrossProcessHistoryTests {
+    /// Run by `aReadOnlyObserverReceivesAnotherProcesssTransactions` as a child process: writes two
+    /// transactions as "child" to the store named by STRATA_HISTORY_WRITE_STORE, then reports
+    /// to STRATA_HISTORY_REPORT.
+    @Test func childWritesTwoTransactions() throws {
+        guard let folder = getenv("STRATA_HISTORY_WRITE_STORE").map({ String(cString: $0) }),
+              let report = getenv("STRATA_HISTORY_REPORT").map({ String(cString: $0) }) else { return }
+        do {
+            let store = try Store(at: folder, schema: PeopleV1.self)
+            try store.write(author: "child") { transaction in
+                for age in 100..<105 { try transaction.insert(PeopleV1.Person(fullName: "From the child", age: age)) }
+            }
+            try store.write(author: "child") { try $0.update(RecordID<PeopleV1.Person>(rawValue: 1), to: PeopleV1.Person(fullName: "Renamed", age: 0)) }
+            try store.close()
+            writeTextFile(report, "done")
+        } catch {
+            writeTextFile(report, "\(error)")
+        }
+    }
+
+    @Test func aReadOnlyObserverReceivesAnotherProcesssTransactions() async throws {
+        guard getenv("STRATA_HISTORY_WRITE_STORE") == nil else { return }
+        let folder = try temporaryDirectory()
+        defer { removeDirectory(folder) }
+        try MigrationTests.createV1(at: folder, count: 10)  // token 1
+        var configuration = Store.Configuration()
+        configuration.isReadOnly = true
+        let reader = try Store(at: folder, schema: PeopleV1.self, configuration: configuration)
+        let start = try reader.currentHistoryToken()
+        #expect(start == HistoryToken(rawValue: 1))
+        let report = folder + "-report"
+        defer { unlink(report) }
+        let observing = Task {
+            var received: [HistoryTransaction] = []
+            for try await transaction in reader.observeHistory(after: start, authors: ["child"]) {
+                received.append(transaction)
+                if received.count == 2 { break }
+            }
+            return received
+        }
+        // A bound so a broken observer fails the test instead of hanging it (not a timing assertion).
+        let watchdog = Task {
+            try await Task.sleep(for: .seconds(120))
+            observing.cancel()
+        }
+        let child = ChildRun("CrossProcessHistoryTests/childWritesTwoTransactions",
+                             environment: ["STRATA_HISTORY_WRITE_STORE": folder, "STRATA_HISTORY_REPORT": report])
+        let received = try await observing.value
+        watchdog.cancel()
+        #expect(child.wait() == 0)
+        #expect(readTextFile(report) == "done")
+        #expect(received.map(\.token.rawValue) == [2, 3])
+        #expect(received.first?.changes.count == 5)
+        #expect(received.first?.changes.allSatisfy { $0.kind == .insert && $0.entityName == "Person" } == true)
+        #expect(received.last?.changes.first?.updatedAttributes == [AttributeChange(name: "fullName", oldValue: "Last0, First0", newValue: "Renamed")])
+        try reader.close()
     }
 }
