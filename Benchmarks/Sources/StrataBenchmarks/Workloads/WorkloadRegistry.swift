@@ -19,6 +19,9 @@ enum WorkloadRegistry {
         ReopenFirstFetchWorkload.workload,
         MigrationWorkloads.lightweight,
         MigrationWorkloads.split,
+        InsertWithHistoryWorkload.workload,
+        HistoryFetchWorkloads.tail,
+        HistoryFetchWorkloads.entity,
     ]
 
     /// The workload called `name`, if there is one.
