@@ -280,17 +280,24 @@ package final class HistoryRecorder {
 
     /// Records that the transaction moved the store to schema `version` (a migration).
     package func recordSchemaChange(to version: Schema.Version) throws {
-        try flushRun()
         try append(.schema(version))
     }
 
     private func flushRun() throws {
         guard let current = run else { return }
         run = nil
-        try append(.insert(entityID: current.entity, firstID: current.first, count: current.count))
+        try write(.insert(entityID: current.entity, firstID: current.first, count: current.count))
     }
 
+    /// Adds `operation` to the entry after the inserts still pending in a run, which were made
+    /// before it: the entry keeps the transaction's order (an insert, then an update of the
+    /// same record, is never journaled the other way round).
     private func append(_ operation: HistoryOperation) throws {
+        try flushRun()
+        try write(operation)
+    }
+
+    private func write(_ operation: HistoryOperation) throws {
         if buffer.bytes.isEmpty { startPart() }
         HistoryCodec.append(operation, to: &buffer)
         hasOperations = true
