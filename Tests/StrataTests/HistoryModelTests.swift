@@ -203,13 +203,6 @@ struct HistoryUrgentTask: PersistentRecord, Equatable {
         }
     }
 
-    /// What a `Context` holds unsaved for one record.
-    enum Pending {
-        case inserted(ModelRecord)
-        case updated(ModelRecord)
-        case deleted
-    }
-
     // MARK: The test
 
     @Test func fetchHistoryMatchesAReferenceModel() throws {
@@ -230,97 +223,16 @@ struct HistoryUrgentTask: PersistentRecord, Equatable {
         var counts: [String: Int] = [:]
         var queries = 0, returned = 0
 
-        func family(_ entity: String) -> Int { entity == "HistoryProject" ? 0 : 1 }
-
         for step in 0..<transactionCount {
             let where_ = "transaction \(step), seed \(seed)"
             let author = Self.authors[Int(random.next() % UInt64(Self.authors.count))]
             let viaContext = random.next() % 2 == 0
-            let operations = 1 + Int(random.next() % 6)
-            var expected: [ModelChange] = []
-            var after = records
-
-            /// A random existing record (in the state the writer sees).
-            func pick(_ state: [Key: ModelRecord]) -> (Key, ModelRecord)? {
-                guard !state.isEmpty else { return nil }
-                let keys = state.keys.sorted()
-                let key = keys[Int(random.next() % UInt64(keys.count))]
-                return state[key].map { (key, $0) }
-            }
-
-            if viaContext {
-                // The context's net effect: an insert (with its last values), an update from
-                // the stored values, or a delete of a stored record; an insert deleted again
-                // before the save leaves nothing.
-                let context = Context(store, author: author)
-                var pending: [Key: Pending] = [:]
-                var working = records
-                for _ in 0..<operations {
-                    let roll = random.next() % 10
-                    if roll < 4 || working.isEmpty {
-                        let entity = Self.entities[Int(random.next() % 3)]
-                        let values = Self.randomValues(entity, using: &random)
-                        let id = try Writer.context(context).insert(entity, values)
-                        let key = Key(family: family(entity), id: id)
-                        #expect(working[key] == nil && records[key] == nil, "id \(id) reused (\(where_))")
-                        working[key] = ModelRecord(entity: entity, values: values)
-                        pending[key] = .inserted(ModelRecord(entity: entity, values: values))
-                    } else if roll < 8, let (key, record) = pick(working) {
-                        let values = Self.changed(record.values, entity: record.entity, using: &random)
-                        try Writer.context(context).update(record.entity, key.id, values)
-                        let new = ModelRecord(entity: record.entity, values: values)
-                        working[key] = new
-                        if case .inserted? = pending[key] { pending[key] = .inserted(new) } else { pending[key] = .updated(new) }
-                    } else if let (key, record) = pick(working) {
-                        try Writer.context(context).delete(record.entity, key.id)
-                        working[key] = nil
-                        if case .inserted? = pending[key] { pending[key] = nil } else { pending[key] = .deleted }
-                    }
-                }
-                for (key, change) in pending.sorted(by: { $0.key < $1.key }) {
-                    switch change {
-                    case .inserted(let record): expected.append(ModelChange(kind: .insert, entity: record.entity, id: key.id))
-                    case .updated(let record):
-                        if let old = records[key], let update = Self.update(key, entity: record.entity, from: old.values, to: record.values) {
-                            expected.append(update)
-                        }
-                    case .deleted:
-                        if let old = records[key] { expected.append(Self.delete(key, old)) }
-                    }
-                }
-                try context.save()
-                after = working
-                counts["context", default: 0] += 1
-            } else {
-                // Store.write: each call is journaled as it is made.
-                after = try store.write(author: author) { transaction in
-                    var state = records
-                    for _ in 0..<operations {
-                        let roll = random.next() % 10
-                        if roll < 4 || state.isEmpty {
-                            let entity = Self.entities[Int(random.next() % 3)]
-                            let values = Self.randomValues(entity, using: &random)
-                            let id = try Writer.transaction(transaction).insert(entity, values)
-                            let key = Key(family: family(entity), id: id)
-                            #expect(state[key] == nil && records[key] == nil, "id \(id) reused (\(where_))")
-                            state[key] = ModelRecord(entity: entity, values: values)
-                            expected.append(ModelChange(kind: .insert, entity: entity, id: id))
-                        } else if roll < 8, let (key, record) = pick(state) {
-                            let values = Self.changed(record.values, entity: record.entity, using: &random)
-                            try Writer.transaction(transaction).update(record.entity, key.id, values)
-                            if let update = Self.update(key, entity: record.entity, from: record.values, to: values) { expected.append(update) }
-                            state[key] = ModelRecord(entity: record.entity, values: values)
-                        } else if let (key, record) = pick(state) {
-                            try Writer.transaction(transaction).delete(record.entity, key.id)
-                            expected.append(Self.delete(key, record))
-                            state[key] = nil
-                        }
-                    }
-                    return state
-                }
-                counts["write", default: 0] += 1
-            }
-            records = after
+            var pending: Outcome?
+            let outcome = try Self.randomTransaction(store, records: records, author: author, viaContext: viaContext,
+                                                     operations: 1 + Int(random.next() % 6), using: &random, pending: &pending, where_)
+            let expected = outcome.changes
+            records = outcome.records
+            counts[viaContext ? "context" : "write", default: 0] += 1
 
             // The new entry, or none when nothing changed.
             let new = try store.fetchHistory(HistoryDescriptor(after: HistoryToken(rawValue: lastToken)))
@@ -363,6 +275,7 @@ struct HistoryUrgentTask: PersistentRecord, Equatable {
         reverse.order = .reverse
         Self.compare(try store.fetchHistory(reverse), journal.reversed(), "whole journal reversed, seed \(seed)")
         #expect(try store.oldestHistoryToken() == .start)
+        #expect(try Self.storedRecords(store) == records, "the records at the end, seed \(seed)")
         #expect(throws: StrataError.unknownEntity("Nothing")) {
             var descriptor = HistoryDescriptor()
             descriptor.entityNames = ["Nothing"]
@@ -373,6 +286,113 @@ struct HistoryUrgentTask: PersistentRecord, Equatable {
         print("HistoryModelTests: \(transactionCount) transactions \(counts.sorted { $0.key < $1.key }), \(journal.count) journaled with \(changes) changes, \(queries) queries returning \(returned) transactions")
         #expect(journal.count > transactionCount * 3 / 4)
         #expect(queries == transactionCount / 5)
+    }
+
+    /// What a transaction leaves: the records, and the changes it journals (in order).
+    typealias Outcome = (records: [Key: ModelRecord], changes: [ModelChange])
+
+    /// Runs one random transaction of `operations` inserts, updates and deletes on `records`
+    /// (the store's records) by `author`, through a `Context` and its `save()` or through
+    /// `Store.write(author:)`, and returns what the model says it leaves and journals. Sets
+    /// `pending` to that just before committing (a commit cut short by a power loss may or may
+    /// not have happened).
+    static func randomTransaction(_ store: Store, records: [Key: ModelRecord], author: String?, viaContext: Bool, operations: Int,
+                                  using random: inout SeededRandom, pending: inout Outcome?, _ where_: String) throws -> Outcome {
+        func family(_ entity: String) -> Int { entity == "HistoryProject" ? 0 : 1 }
+        /// A random existing record (in the state the writer sees).
+        func pick(_ state: [Key: ModelRecord]) -> (Key, ModelRecord)? {
+            guard !state.isEmpty else { return nil }
+            let keys = state.keys.sorted()
+            let key = keys[Int(random.next() % UInt64(keys.count))]
+            return state[key].map { (key, $0) }
+        }
+        /// One random call on `writer`, applied to `state`; the change journaled as it is made.
+        func operate(_ writer: Writer, _ state: inout [Key: ModelRecord]) throws -> (key: Key, change: ModelChange?, inserted: Bool) {
+            let roll = random.next() % 10
+            if roll < 4 || state.isEmpty {
+                let entity = entities[Int(random.next() % 3)]
+                let values = randomValues(entity, using: &random)
+                let id = try writer.insert(entity, values)
+                let key = Key(family: family(entity), id: id)
+                #expect(state[key] == nil && records[key] == nil, "id \(id) reused (\(where_))")
+                state[key] = ModelRecord(entity: entity, values: values)
+                return (key, ModelChange(kind: .insert, entity: entity, id: id), true)
+            } else if roll < 8, let (key, record) = pick(state) {
+                let values = changed(record.values, entity: record.entity, using: &random)
+                try writer.update(record.entity, key.id, values)
+                state[key] = ModelRecord(entity: record.entity, values: values)
+                return (key, update(key, entity: record.entity, from: record.values, to: values), false)
+            } else if let (key, record) = pick(state) {
+                try writer.delete(record.entity, key.id)
+                state[key] = nil
+                return (key, delete(key, record), false)
+            }
+            preconditionFailure("a record is picked from a non-empty state")
+        }
+
+        guard viaContext else {
+            // Store.write: each call is journaled as it is made.
+            return try store.write(author: author) { transaction in
+                var state = records
+                var changes: [ModelChange] = []
+                for _ in 0..<operations {
+                    if let change = try operate(.transaction(transaction), &state).change { changes.append(change) }
+                }
+                pending = (state, changes)
+                return (state, changes)
+            }
+        }
+        // A context saves its net effect: an insert (with its last values), an update from the
+        // stored values, or a delete of a stored record; an insert deleted again before the
+        // save leaves nothing.
+        let context = Context(store, author: author)
+        var state = records
+        var inserted: Set<Key> = []
+        var touched: Set<Key> = []
+        for _ in 0..<operations {
+            let (key, _, isInsert) = try operate(.context(context), &state)
+            if isInsert { inserted.insert(key) }
+            touched.insert(key)
+        }
+        var changes: [ModelChange] = []
+        for key in touched.sorted() {
+            switch (records[key], state[key]) {
+            case (nil, let record?) where inserted.contains(key): changes.append(ModelChange(kind: .insert, entity: record.entity, id: key.id))
+            case (let old?, let new?): if let change = update(key, entity: new.entity, from: old.values, to: new.values) { changes.append(change) }
+            case (let old?, nil): changes.append(delete(key, old))
+            default: break
+            }
+        }
+        pending = (state, changes)
+        try context.save()
+        return (state, changes)
+    }
+
+    /// The store's records, as the model keeps them.
+    static func storedRecords(_ store: Store) throws -> [Key: ModelRecord] {
+        let context = Context(store)
+        var result: [Key: ModelRecord] = [:]
+        for project in try context.fetch(FetchDescriptor<HistoryProject>()) {
+            var values: [String: Value] = ["code": .string(project.record.code), "budget": .int(Int64(project.record.budget))]
+            values["owner"] = project.record.owner.map { .string($0) }
+            result[Key(family: 0, id: project.id.rawValue)] = ModelRecord(entity: "HistoryProject", values: values)
+        }
+        func taskValues(_ title: String, _ done: Bool, _ priority: Int, _ note: String?) -> [String: Value] {
+            var values: [String: Value] = ["title": .string(title), "done": .bool(done), "priority": .int(Int64(priority))]
+            values["note"] = note.map { .string($0) }
+            return values
+        }
+        for task in try context.fetch(FetchDescriptor<HistoryTask>()) {
+            let record = task.record
+            result[Key(family: 1, id: task.id.rawValue)] = ModelRecord(entity: "HistoryTask", values: taskValues(record.title, record.done, record.priority, record.note))
+        }
+        for task in try context.fetch(FetchDescriptor<HistoryUrgentTask>()) {  // read as HistoryTask above too
+            let record = task.record
+            var values = taskValues(record.title, record.done, record.priority, record.note)
+            values["deadline"] = .date(record.deadline)
+            result[Key(family: 1, id: task.id.rawValue)] = ModelRecord(entity: "HistoryUrgentTask", values: values)
+        }
+        return result
     }
 
     /// An insert still pending in a run of inserts is journaled before the changes made after
