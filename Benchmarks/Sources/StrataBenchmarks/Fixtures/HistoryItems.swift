@@ -99,25 +99,23 @@ struct HistoryJournalPlan {
     }
 }
 
-extension HistoryItem {
-    /// Writes `change` of this type's record in `transaction`; returns the id it touched.
-    static func apply(_ change: HistoryJournalPlan.Transaction.Change, in transaction: Store.WriteTransaction) throws -> UInt64 {
-        switch change {
-        case .insert(_, let title):
-            return try transaction.insert(Self(title: title, count: 0)).rawValue
-        case .update(let id, let oldCount, let oldTitle, let newTitle):
-            try transaction.update(RecordID<Self>(rawValue: id), to: Self(title: newTitle ?? oldTitle, count: oldCount + 1))
-            return id
-        }
-    }
+/// What writes a planned change: a `Store.write` transaction or a `Context` (the same calls).
+protocol HistoryWriter {
+    func insert<Record: PersistentRecord>(_ record: Record) throws -> RecordID<Record>
+    func update<Record: PersistentRecord>(_ id: RecordID<Record>, to record: Record) throws
+}
 
-    /// Stages `change` of this type's record in `context`; returns the id it touched.
-    static func apply(_ change: HistoryJournalPlan.Transaction.Change, in context: Context) throws -> UInt64 {
+extension Store.WriteTransaction: HistoryWriter {}
+extension Context: HistoryWriter {}
+
+extension HistoryItem {
+    /// Writes `change` of this type's record through `writer`; returns the id it touched.
+    static func apply(_ change: HistoryJournalPlan.Transaction.Change, with writer: some HistoryWriter) throws -> UInt64 {
         switch change {
         case .insert(_, let title):
-            return try context.insert(Self(title: title, count: 0)).rawValue
+            return try writer.insert(Self(title: title, count: 0)).rawValue
         case .update(let id, let oldCount, let oldTitle, let newTitle):
-            try context.update(RecordID<Self>(rawValue: id), to: Self(title: newTitle ?? oldTitle, count: oldCount + 1))
+            try writer.update(RecordID<Self>(rawValue: id), to: Self(title: newTitle ?? oldTitle, count: oldCount + 1))
             return id
         }
     }
