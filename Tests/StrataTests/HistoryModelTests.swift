@@ -128,7 +128,8 @@ struct HistoryUrgentTask: PersistentRecord, Equatable {
         guard random.next() % 8 != 0 else { return values }
         var result = values
         let fresh = randomValues(entity, using: &random)
-        for key in Set(values.keys).union(fresh.keys) where random.next() % 2 == 0 { result[key] = fresh[key] }
+        // Sorted: a set's order changes from process to process, the seed must reproduce a run.
+        for key in Set(values.keys).union(fresh.keys).sorted() where random.next() % 2 == 0 { result[key] = fresh[key] }
         return result
     }
 
