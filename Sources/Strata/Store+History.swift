@@ -109,7 +109,7 @@ extension Store {
         var count = 0
         try translating {
             try snapshot.historyEntries(after: descriptor.after?.rawValue ?? 0, through: descriptor.through?.rawValue ?? .max,
-                                        backward: backward) { entry in
+                                        backward: backward, entities: names.selected) { entry in
                 if let until, entry.timestamp > until { return backward }  // timestamps never decrease
                 if let authors = descriptor.authors, !(entry.author.map(authors.contains) ?? false) { return true }
                 if let author = entry.author, descriptor.excludedAuthors.contains(author) { return true }

@@ -16,8 +16,25 @@ package struct ByteWriter {
         withUnsafeBytes(of: value.littleEndian) { bytes.append(contentsOf: $0) }
     }
 
+    // The integer types codecs write, as functions of their own: other modules of the package
+    // get no serialized body of an `@inlinable package` generic (the compiler does not
+    // optimize package declarations across modules), so a call from there would run the
+    // unspecialized generic — a type metadata lookup per value.
+    package mutating func append(_ value: UInt8) { bytes.append(value) }
+    package mutating func append(_ value: UInt16) { appendInteger(value) }
+    package mutating func append(_ value: UInt32) { appendInteger(value) }
+    package mutating func append(_ value: UInt64) { appendInteger(value) }
+    package mutating func append(_ value: Int64) { appendInteger(value) }
+
+    private mutating func appendInteger<T: FixedWidthInteger>(_ value: T) {
+        withUnsafeBytes(of: value.littleEndian) { bytes.append(contentsOf: $0) }
+    }
+
     @inlinable
     package mutating func append(bytes other: some Collection<UInt8>) { bytes.append(contentsOf: other) }
+
+    /// Appends `other` (a concrete overload, for the reason given at `append(_: UInt8)`).
+    package mutating func append(bytes other: [UInt8]) { bytes.append(contentsOf: other) }
 
     package mutating func appendZeros(_ count: Int) { bytes.append(contentsOf: repeatElement(0, count: count)) }
 
@@ -51,6 +68,20 @@ package struct ByteReader {
 
     @inlinable
     package mutating func read<T: FixedWidthInteger>(_: T.Type = T.self, _ what: @autoclosure () -> String) throws -> T {
+        try readInteger(what)
+    }
+
+    // The integer types codecs read, as functions of their own (see `ByteWriter.append(_: UInt8)`:
+    // from another module, the generic `read` runs unspecialized, with a type metadata lookup
+    // per value).
+    package mutating func read(_: UInt8.Type, _ what: @autoclosure () -> String) throws -> UInt8 { try readInteger(what) }
+    package mutating func read(_: UInt16.Type, _ what: @autoclosure () -> String) throws -> UInt16 { try readInteger(what) }
+    package mutating func read(_: UInt32.Type, _ what: @autoclosure () -> String) throws -> UInt32 { try readInteger(what) }
+    package mutating func read(_: UInt64.Type, _ what: @autoclosure () -> String) throws -> UInt64 { try readInteger(what) }
+    package mutating func read(_: Int64.Type, _ what: @autoclosure () -> String) throws -> Int64 { try readInteger(what) }
+
+    @usableFromInline
+    mutating func readInteger<T: FixedWidthInteger>(_ what: () -> String) throws -> T {
         let size = MemoryLayout<T>.size
         guard position >= 0, remaining >= size else {
             throw FormatError("truncated: \(what()) needs \(size) bytes, \(max(0, remaining)) left", at: position)
@@ -67,6 +98,15 @@ package struct ByteReader {
         }
         defer { position += count }
         return [UInt8](UnsafeRawBufferPointer(rebasing: base[position..<(position + count)]))
+    }
+
+    /// The next `count` bytes, in place (valid while the reader's buffer is).
+    package mutating func readRawBytes(_ count: Int, _ what: @autoclosure () -> String) throws -> UnsafeRawBufferPointer {
+        guard count >= 0, remaining >= count else {
+            throw FormatError("truncated: \(what()) needs \(count) bytes, \(max(0, remaining)) left", at: position)
+        }
+        defer { position += count }
+        return UnsafeRawBufferPointer(rebasing: base[position..<(position + count)])
     }
 
     @inlinable

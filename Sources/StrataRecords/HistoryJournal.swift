@@ -61,8 +61,11 @@ package enum HistoryCodec {
     /// tree's inline record limit) unless one operation alone is larger.
     static let partTarget = 1_900
 
-    /// The header of a part 0 and the author, or throws.
-    package static func decodePart(_ raw: UnsafeRawBufferPointer, isFirst: Bool, into entry: inout HistoryEntry) throws(FormatError) {
+    /// Decodes one part into `entry` (the header too when `isFirst`), or throws. With
+    /// `entities`, the operations about other entities are checked as thoroughly but left out
+    /// (schema operations, about no entity, are always kept).
+    package static func decodePart(_ raw: UnsafeRawBufferPointer, isFirst: Bool, into entry: inout HistoryEntry,
+                                   entities: Set<UInt32>? = nil) throws(FormatError) {
         try decodingFormat {
             var reader = ByteReader(raw)
             let version = try reader.read(UInt8.self, "history part version")
@@ -74,8 +77,8 @@ package enum HistoryCodec {
                 entry.timestamp = try reader.read(Int64.self, "timestamp")
                 let length = try reader.readVarint(atMost: reader.remaining + 1, "author length")
                 if length > 0 {
-                    let bytes = try reader.readBytes(length - 1, "author")
-                    guard let author = String(validating: bytes, as: UTF8.self) else { throw FormatError("author is not UTF-8", at: reader.position) }
+                    let bytes = try reader.readRawBytes(length - 1, "author")
+                    guard let author = Self.string(validating: bytes) else { throw FormatError("author is not UTF-8", at: reader.position) }
                     entry.author = author
                 }
             }
@@ -92,38 +95,64 @@ package enum HistoryCodec {
                     continue
                 }
                 let entity = try entityID(&reader)
+                // Operations about entities not asked for are read (and checked) without
+                // allocating anything.
+                let keeps = entities?.contains(entity) ?? true
                 switch kind {
                 case 1:
                     let first = try reader.readVarint("first id")
                     let count = try reader.readVarint("count")
                     guard count >= 1, first >= 1, first <= UInt64.max - count else { throw FormatError("insert run of \(count) from \(first)", at: at) }
-                    entry.operations.append(.insert(entityID: entity, firstID: first, count: count))
+                    if keeps { entry.operations.append(.insert(entityID: entity, firstID: first, count: count)) }
                 case 2:
                     let id = try reader.readVarint("record id")
                     let count = try reader.readVarint(atMost: reader.remaining, "changed count")
                     var changed: [UInt32] = []
-                    changed.reserveCapacity(count)
+                    if keeps { changed.reserveCapacity(count) }
+                    var previous: UInt64?
                     for _ in 0..<count {
                         let attribute = try reader.readVarint("attribute id")
-                        guard attribute <= UInt64(UInt32.max), changed.last.map({ UInt64($0) < attribute }) ?? true else {
+                        guard attribute <= UInt64(UInt32.max), previous.map({ $0 < attribute }) ?? true else {
                             throw FormatError("changed attribute ids do not ascend", at: reader.position)
                         }
-                        changed.append(UInt32(attribute))
+                        previous = attribute
+                        if keeps { changed.append(UInt32(attribute)) }
+                    }
+                    guard keeps else {
+                        try skipLengthPrefixed(&reader, "old values")
+                        try skipLengthPrefixed(&reader, "new values")
+                        continue
                     }
                     let old = try reader.readLengthPrefixed("old values")
                     let new = try reader.readLengthPrefixed("new values")
                     entry.operations.append(.update(entityID: entity, id: id, changed: changed, old: old, new: new))
                 case 3:
                     let id = try reader.readVarint("record id")
+                    guard keeps else { try skipLengthPrefixed(&reader, "tombstone"); continue }
                     entry.operations.append(.delete(entityID: entity, id: id, tombstone: try reader.readLengthPrefixed("tombstone")))
                 case 4:
-                    entry.operations.append(.migration(entityID: entity, inserted: try reader.readVarint("inserted"),
-                                                       updated: try reader.readVarint("updated"), deleted: try reader.readVarint("deleted")))
+                    let inserted = try reader.readVarint("inserted"), updated = try reader.readVarint("updated")
+                    let deleted = try reader.readVarint("deleted")
+                    if keeps { entry.operations.append(.migration(entityID: entity, inserted: inserted, updated: updated, deleted: deleted)) }
                 default:
                     throw FormatError("unknown history operation \(kind)", at: at)
                 }
             }
         }
+    }
+
+    /// The UTF-8 text in `bytes`, or nil when they are not valid UTF-8. ASCII (most authors)
+    /// takes a shortcut: `String(validating:as:)` runs the standard library's unspecialized
+    /// generic validation, with type metadata lookups, on every call.
+    static func string(validating bytes: UnsafeRawBufferPointer) -> String? {
+        if !bytes.contains(where: { $0 >= 0x80 }) { return String(decoding: bytes, as: UTF8.self) }
+        return String(validating: bytes, as: UTF8.self)
+    }
+
+    /// Skips what `readLengthPrefixed` would read, with the same checks.
+    private static func skipLengthPrefixed(_ reader: inout ByteReader, _ what: String) throws {
+        let count = try reader.readVarint(atMost: reader.remaining, "length of \(what)")
+        try reader.skip(count, what)
     }
 
     private static func entityID(_ reader: inout ByteReader) throws -> UInt32 {
@@ -251,17 +280,24 @@ package final class HistoryRecorder {
 
     /// Records that the transaction moved the store to schema `version` (a migration).
     package func recordSchemaChange(to version: Schema.Version) throws {
-        try flushRun()
         try append(.schema(version))
     }
 
     private func flushRun() throws {
         guard let current = run else { return }
         run = nil
-        try append(.insert(entityID: current.entity, firstID: current.first, count: current.count))
+        try write(.insert(entityID: current.entity, firstID: current.first, count: current.count))
     }
 
+    /// Adds `operation` to the entry after the inserts still pending in a run, which were made
+    /// before it: the entry keeps the transaction's order (an insert, then an update of the
+    /// same record, is never journaled the other way round).
     private func append(_ operation: HistoryOperation) throws {
+        try flushRun()
+        try write(operation)
+    }
+
+    private func write(_ operation: HistoryOperation) throws {
         if buffer.bytes.isEmpty { startPart() }
         HistoryCodec.append(operation, to: &buffer)
         hasOperations = true

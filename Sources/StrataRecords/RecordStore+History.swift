@@ -193,8 +193,10 @@ extension RecordSnapshot {
 
     /// Calls `body` with each journaled transaction whose token is above `after` (and the
     /// horizon) and at most `through`, in token order (descending when `backward`), until it
-    /// returns false.
-    package func historyEntries(after: UInt64, through: UInt64, backward: Bool, _ body: (HistoryEntry) throws -> Bool) throws {
+    /// returns false. With `entities`, each entry holds only the operations about those
+    /// entities (and schema changes); every operation is checked all the same.
+    package func historyEntries(after: UInt64, through: UInt64, backward: Bool, entities: Set<UInt32>? = nil,
+                                _ body: (HistoryEntry) throws -> Bool) throws {
         guard let journal = root.history, journal.tree.count > 0 else { return }
         let low = max(after, journal.horizon)
         let high = min(through, journal.nextToken - 1)
@@ -221,7 +223,12 @@ extension RecordSnapshot {
                 }
                 nextPart = part + 1
                 guard var current = entry else { return false }
-                do { try HistoryCodec.decodePart(raw, isFirst: part == 0, into: &current) } catch let error as FormatError { throw corrupt(key, error.reason) }
+                entry = nil  // `current` alone holds the operations: appending copies nothing
+                do {
+                    try HistoryCodec.decodePart(raw, isFirst: part == 0, into: &current, entities: entities)
+                } catch let error as FormatError {
+                    throw corrupt(key, error.reason)
+                }
                 entry = current
                 return true
             }
@@ -242,17 +249,21 @@ extension RecordSnapshot {
                 throw corrupt(key, "parts are not contiguous")
             }
             expectedPart = part
-            parts.append(Array(raw))
-            guard part == 0 else { return true }
-            var entry = HistoryEntry(token: token, timestamp: 0, author: nil, operations: [])
-            for (index, bytes) in parts.reversed().enumerated() {
-                do {
-                    try bytes.withUnsafeBytes { raw in try HistoryCodec.decodePart(raw, isFirst: index == 0, into: &entry) }
-                } catch let error as FormatError {
-                    throw corrupt(key, error.reason)
-                }
+            guard part == 0 else {
+                parts.append(Array(raw))
+                return true
             }
-            parts.removeAll()
+            var entry = HistoryEntry(token: token, timestamp: 0, author: nil, operations: [])
+            do {
+                // Part 0 is read in place; the later parts were copied as they went by.
+                try HistoryCodec.decodePart(raw, isFirst: true, into: &entry, entities: entities)
+                for bytes in parts.reversed() {
+                    try bytes.withUnsafeBytes { raw in try HistoryCodec.decodePart(raw, isFirst: false, into: &entry, entities: entities) }
+                }
+            } catch let error as FormatError {
+                throw corrupt(key, error.reason)
+            }
+            parts.removeAll(keepingCapacity: true)
             return try body(entry)
         }
     }

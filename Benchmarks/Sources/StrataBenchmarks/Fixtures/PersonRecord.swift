@@ -100,10 +100,12 @@ enum PersonRecordStore {
     /// The record types the store is opened for.
     static var types: [any PersistentRecord.Type] { [PersonRecord.self] }
 
-    /// Opens (creating when missing) the store at `path` with `durability`.
-    static func open(at path: String, durability: Durability = .durable) throws -> Store {
+    /// Opens (creating when missing) the store at `path` with `durability`, the history
+    /// journal on (the default) or off.
+    static func open(at path: String, durability: Durability = .durable, history: Bool = true) throws -> Store {
         var configuration = Store.Configuration()
         configuration.durability = durability
+        configuration.history.isEnabled = history
         return try Store(at: path, for: types, configuration: configuration)
     }
 

@@ -75,11 +75,13 @@ enum InsertWorkload {
     }
 
     /// Creates a store at `path`, inserts persons 1...count in one `store.write` (durable) and
-    /// closes it, timing each phase: open, the insert loop, the commit, close.
-    private static func timeStrataInsert<Record: BenchmarkPerson>(at path: String, count: Int, as type: Record.Type) throws -> InsertPhases {
+    /// closes it, timing each phase: open, the insert loop, the commit, close. `history`: the
+    /// journal on (the default) or off.
+    static func timeStrataInsert<Record: BenchmarkPerson>(at path: String, count: Int, as type: Record.Type,
+                                                          history: Bool = true) throws -> InsertPhases {
         var phases = InsertPhases()
         let stopwatch = Stopwatch()
-        let store = try PersonRecordStore.open(at: path, durability: .durable)
+        let store = try PersonRecordStore.open(at: path, durability: .durable, history: history)
         phases.open = stopwatch.elapsedSeconds
         var loopEnd = 0.0
         try store.write { transaction in

@@ -20,6 +20,9 @@ enum WorkloadRegistry {
         MigrationWorkloads.lightweight,
         MigrationWorkloads.split,
         ResultsObserverWorkload.workload,
+        InsertWithHistoryWorkload.workload,
+        HistoryFetchWorkloads.tail,
+        HistoryFetchWorkloads.entity,
     ]
 
     /// The workload called `name`, if there is one.
