@@ -41,6 +41,8 @@ public struct ResultsObserver<Record: PersistentRecord>: AsyncSequence {
         let descriptor: FetchDescriptor<Record>
         /// The results last delivered, and the token they are as of (nil: none delivered yet).
         var current: [Identified<Record>] = []
+        /// `current`'s identifiers, kept in step: the patch path scans these, not the records.
+        var ids: [UInt64] = []
         var token: HistoryToken?
 
         init(store: Store, descriptor: FetchDescriptor<Record>) {
@@ -61,7 +63,7 @@ public struct ResultsObserver<Record: PersistentRecord>: AsyncSequence {
             while true {
                 if Task.isCancelled { return nil }
                 let generation = store.records.commitGeneration
-                if let results = try store.nextResults(descriptor, after: &token, current: &current) { return results }
+                if let results = try store.nextResults(descriptor, after: &token, current: &current, ids: &ids) { return results }
                 await store.waitForChange(after: generation)
             }
         }
@@ -128,14 +130,15 @@ extension Store {
     }
 
     /// The results after `token` (nil: the first, all inserted), or nil when no commit since
-    /// changed them; updates `token` and `current`.
+    /// changed them; updates `token`, `current` and `ids` (`current`'s identifiers).
     func nextResults<Record: PersistentRecord>(_ descriptor: FetchDescriptor<Record>, after token: inout HistoryToken?,
-                                               current: inout [Identified<Record>]) throws -> LiveResults<Record>? {
+                                               current: inout [Identified<Record>], ids: inout [UInt64]) throws -> LiveResults<Record>? {
         let snapshot = try translating { try self.snapshot() }
         let context = Context(self, reading: snapshot)
         let newest = HistoryToken(rawValue: (snapshot.history?.nextToken ?? 1) - 1)
         guard let previous = token else {
             current = try context.fetch(descriptor)
+            ids = current.map(\.id.rawValue)
             token = newest
             return LiveResults(records: current, changes: ResultsChanges(deleted: [], inserted: Array(current.indices), updated: [], moved: []),
                                token: newest)
@@ -168,23 +171,24 @@ extension Store {
         let changes: ResultsChanges
         if canPatch, let affected {
             let changed = AffectedRecords(affected)
-            let before = Self.places(of: changed, in: current)
+            let before = Self.places(of: changed, in: ids)
             // Patched in place: the previous list is dropped first, so the array is not copied
             // (unless the app still holds the previous element's records).
             var results = current
             current = []
             do {
-                try patch(&results, removing: before, changed: changed, descriptor: descriptor, context: context)
+                try patch(&results, ids: &ids, removing: before, changed: changed, descriptor: descriptor, context: context)
             } catch {
                 token = nil  // the list is half patched: a next call starts over with a full fetch
                 throw error
             }
-            changes = Self.patchChanges(before: before, after: Self.places(of: changed, in: results))
+            changes = Self.patchChanges(before: before, after: Self.places(of: changed, in: ids))
             current = results
         } else {
             let results = try context.fetch(descriptor)
             changes = Self.changes(from: current, to: results, affected: affected)
             current = results
+            ids = results.map(\.id.rawValue)
         }
         guard !changes.isEmpty else { return nil }
         return LiveResults(records: current, changes: changes, token: newest)
@@ -193,13 +197,18 @@ extension Store {
     /// Patches `results`: removes the records at `places` (those `changed` names, found in
     /// it), then reads each changed record again and, when it exists and matches the predicate,
     /// places it by binary search in the sort order.
-    private func patch<Record: PersistentRecord>(_ results: inout [Identified<Record>], removing places: [UInt64: (index: Int, rank: Int)],
-                                                 changed: AffectedRecords, descriptor: FetchDescriptor<Record>, context: Context) throws {
+    private func patch<Record: PersistentRecord>(_ results: inout [Identified<Record>], ids: inout [UInt64],
+                                                 removing places: [UInt64: (index: Int, rank: Int)], changed: AffectedRecords,
+                                                 descriptor: FetchDescriptor<Record>, context: Context) throws {
         let doomed = places.values.map(\.index).sorted()
         if doomed.count > 8 {
             results.removeAll { changed.contains($0.id.rawValue) }
+            ids.removeAll { changed.contains($0) }
         } else {
-            for index in doomed.reversed() { results.remove(at: index) }
+            for index in doomed.reversed() {
+                results.remove(at: index)
+                ids.remove(at: index)
+            }
         }
         func precedes(_ a: Identified<Record>, _ b: Identified<Record>) -> Bool {
             for key in descriptor.sortBy {
@@ -218,6 +227,7 @@ extension Store {
                 if precedes(results[middle], item) { low = middle + 1 } else { high = middle }
             }
             results.insert(item, at: low)
+            ids.insert(number, at: low)
         }
     }
 
@@ -251,12 +261,11 @@ extension Store {
     }
 
     /// Where each record `changed` names is in `items`: its index, and its rank — how many
-    /// records `changed` does not name precede it. Reads only the ids.
-    static func places<Record>(of changed: AffectedRecords, in items: [Identified<Record>]) -> [UInt64: (index: Int, rank: Int)] {
+    /// records `changed` does not name precede it.
+    static func places(of changed: AffectedRecords, in ids: [UInt64]) -> [UInt64: (index: Int, rank: Int)] {
         var places: [UInt64: (index: Int, rank: Int)] = [:]
-        for index in items.indices {
-            let id = items[index].id.rawValue
-            if changed.contains(id) { places[id] = (index, index - places.count) }
+        for (index, id) in ids.enumerated() where changed.contains(id) {
+            places[id] = (index, index - places.count)
         }
         return places
     }
