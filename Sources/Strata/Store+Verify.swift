@@ -1,0 +1,67 @@
+import StrataPageLog
+import StrataRecords
+
+/// What `Store.verify()` checked and every problem it found.
+public struct VerificationReport: Sendable, CustomStringConvertible {
+    /// One problem: where (a file of the store folder and a byte offset in it, when known) and what.
+    public struct Problem: Sendable, Equatable, CustomStringConvertible {
+        /// The path of the file at fault (a segment file for a damaged frame), or a description
+        /// of the structure when no single file is (the page log's in-memory state).
+        public let file: String
+        /// The byte offset in `file` (a frame's start), when known.
+        public let offset: UInt64?
+        /// What is wrong.
+        public let what: String
+
+        /// `file at offset: what`.
+        public var description: String { "\(file)\(offset.map { " at \($0)" } ?? ""): \(what)" }
+    }
+
+    /// Every problem found, in the order found (none: the store is sound).
+    public let problems: [Problem]
+    /// Pages read and verified (checksum, header, decompression).
+    public let pages: Int
+    /// Records read and decoded.
+    public let records: Int
+    /// Index entries read, each checked against its record.
+    public let indexEntries: Int
+    /// Parts of the history journal read and decoded.
+    public let historyParts: Int
+
+    /// Whether no problem was found.
+    public var isValid: Bool { problems.isEmpty }
+
+    /// A summary, then one line per problem.
+    public var description: String {
+        let summary = "\(pages) pages, \(records) records, \(indexEntries) index entries, \(historyParts) history parts: "
+            + (problems.isEmpty ? "no problem" : "\(problems.count) problem\(problems.count == 1 ? "" : "s")")
+        return ([summary] + problems.map { "  \($0)" }).joined(separator: "\n")
+    }
+}
+
+extension Store {
+    /// Checks the whole store as of this moment and reports every problem it finds, without
+    /// stopping at the first and without changing anything: every page's frame (checksum,
+    /// header, page id and LSN the table expects, decompression) and the page log's
+    /// bookkeeping; every record tree (order, counts, each record's encoding); every index
+    /// (exactly one entry per record, each the key of its record's value); the schema catalog;
+    /// the history journal; the quarantine. Reads every page of the store: its cost grows with
+    /// the store (run it in tests, in a diagnostics screen, or after a reported problem).
+    /// - Throws: only when the store cannot be read at all (closed; a read-only store whose
+    ///   schema another process changed); damage is reported in the result.
+    public func verify() throws -> VerificationReport {
+        let snapshot = try snapshot()
+        let (pages, pageProblems) = records.log.verifyPages(in: snapshot.snapshot)
+        let recordLayer = records.verify(snapshot)
+        return VerificationReport(
+            problems: (pageProblems + recordLayer.problems).map { VerificationReport.Problem(file: $0.file, offset: $0.offset, what: $0.what) },
+            pages: pages, records: recordLayer.records, indexEntries: recordLayer.indexEntries, historyParts: recordLayer.historyParts)
+    }
+
+    /// Checks the whole store as ``verify()`` does, on a thread of its own while the calling
+    /// task is suspended.
+    /// - Throws: as ``verify()``.
+    public func verify() async throws -> VerificationReport {
+        try await runOffTheCooperativePool { try self.verify() }
+    }
+}
