@@ -197,6 +197,8 @@ public final class Store: Sendable {
     /// (`Configuration.migrationOldVersion`) closes nothing: the migrating store does.
     public func close() throws {
         guard ownsLog else { return }
+        // Observers waiting for a commit wake up, read, and end with `StrataError.closed`.
+        defer { records.didCommit() }
         try translatingErrors { try records.log.close() }
     }
 

@@ -53,6 +53,33 @@ func commit<T>(_ store: Store, author: String? = nil, _ body: (Store.WriteTransa
         #expect(received <= 1)
     }
 
+    @Test func observersWaitingForACommitEndWhenTheStoreCloses() async throws {
+        let folder = try temporaryDirectory()
+        defer { removeDirectory(folder) }
+        let store = try HistoryTests.open(folder)
+        let observing = Task {
+            var iterator = store.observeHistory(after: .start).makeAsyncIterator()
+            _ = try await iterator.next()  // waits: nothing is journaled yet
+        }
+        let results = Task {
+            var iterator = store.observeResults(FetchDescriptor<Note>()).makeAsyncIterator()
+            _ = try await iterator.next()  // the first results, at once
+            _ = try await iterator.next()  // waits for a commit
+        }
+        try await Task.sleep(for: .milliseconds(50))  // lets both start waiting (the test holds either way)
+        // A bound so an observer that never wakes fails the test (cancelled, it ends without
+        // the error) instead of hanging it; not a timing assertion.
+        let watchdog = Task {
+            try await Task.sleep(for: .seconds(60))
+            observing.cancel()
+            results.cancel()
+        }
+        try store.close()
+        await #expect(throws: StrataError.closed) { try await observing.value }
+        await #expect(throws: StrataError.closed) { try await results.value }
+        watchdog.cancel()
+    }
+
     @Test func historyObserverThrowsTruncatedWhenRetentionPassesIt() async throws {
         let folder = try temporaryDirectory()
         defer { removeDirectory(folder) }
