@@ -25,7 +25,28 @@ public struct RecordTransform {
     public let sourceEntity: String
     /// The entity the new records go to (in the stage's `toVersion`).
     public let targetEntity: String
-    let apply: (UnsafeRawBufferPointer, TransformEnvironment) throws -> [UInt8]?
+    /// One old record's rewrite: the new record's bytes — the environment's session's, valid
+    /// until its next call — or nil to drop it.
+    let apply: (UnsafeRawBufferPointer, TransformEnvironment) throws -> UnsafeRawBufferPointer?
+    /// The same rewrite, callable from several threads at once, each with an environment of
+    /// its own: set for a transform declared pure (`mapConcurrently`), nil otherwise.
+    let concurrentApply: (@Sendable (UnsafeRawBufferPointer, TransformEnvironment) throws -> UnsafeRawBufferPointer?)?
+
+    init(sourceEntity: String, targetEntity: String,
+         apply: @escaping (UnsafeRawBufferPointer, TransformEnvironment) throws -> UnsafeRawBufferPointer?) {
+        self.sourceEntity = sourceEntity
+        self.targetEntity = targetEntity
+        self.apply = apply
+        concurrentApply = nil
+    }
+
+    init(sourceEntity: String, targetEntity: String,
+         concurrentApply: @escaping @Sendable (UnsafeRawBufferPointer, TransformEnvironment) throws -> UnsafeRawBufferPointer?) {
+        self.sourceEntity = sourceEntity
+        self.targetEntity = targetEntity
+        apply = concurrentApply
+        self.concurrentApply = concurrentApply
+    }
 
     /// Rewrites each record of `Old`'s entity as a `New` (nil drops it).
     public static func map<Old: PersistentRecord, New: PersistentRecord>(
@@ -40,20 +61,66 @@ public struct RecordTransform {
     public static func map<Old: PersistentRecord, New: PersistentRecord>(
         _ old: Old.Type, to new: New.Type, _ transform: @escaping (Old, MigrationWriter) throws -> New?
     ) -> RecordTransform {
-        RecordTransform(sourceEntity: Old.entityName, targetEntity: New.entityName) { bytes, environment in
-            let record: Old
-            do { record = try environment.old.decode(Old.self, from: bytes, layout: environment.oldLayout) } catch {
-                throw StrataError.recordCoding(reason: "reading \(Old.entityName) as \(Old.self) of the old version: \(error)")
-            }
-            guard let result = try transform(record, environment.writer) else { return nil }
-            do { return try environment.new.encode(result, with: environment.session) } catch {
-                throw StrataError.recordCoding(reason: "writing \(New.self) of the new version: \(error)")
-            }
+        RecordTransform(sourceEntity: Old.entityName, targetEntity: New.entityName, apply: { bytes, environment in
+            try rewrite(bytes, environment) { try transform($0, environment.writer) }
+        })
+    }
+
+    /// Rewrites each record of `Old`'s entity as a `New` (nil drops it), as ``map(_:to:_:)-(_,_,(Old)->New?)``
+    /// does — for a **pure** transform, with several threads at once.
+    ///
+    /// A pure transform's result depends on the old record alone: it changes no state outside
+    /// itself (no counters, no caches, no collections shared between calls), does no I/O whose
+    /// order matters, and — as `Old`'s `init(from:)` and `New`'s `encode(to:)` — may run on any
+    /// thread. The compiler checks what it can: the closure is `@Sendable`, so it cannot capture
+    /// a mutable variable or a non-`Sendable` reference. Splitting or reformatting a value,
+    /// deriving one from others, converting units are pure; numbering records, inserting
+    /// records of other entities (there is no `MigrationWriter`) or reading and writing a
+    /// shared dictionary are not — use `map` for those.
+    ///
+    /// While the migration's thread reads the old records and writes the new ones in identifier
+    /// order, records are decoded, transformed and encoded on up to three more threads (one
+    /// fewer than the device's cores; none on a single core). What is stored is exactly what
+    /// `map` stores with the same closure: the same records under the same identifiers, the
+    /// same bytes, committed in the same batches with the same progress; a record the
+    /// transform throws on fails the stage (the report names the first such record in
+    /// identifier order) or, with `rejectedRecords: .quarantine`, is quarantined as with `map`.
+    /// Only the number of records transformed before a failing stage stops may differ — which a
+    /// pure transform cannot tell.
+    ///
+    /// ```swift
+    /// .mapConcurrently(SchemaV1.Person.self, to: SchemaV2.Person.self) { old in
+    ///     let parts = old.fullName.split(separator: ", ", maxSplits: 1).map(String.init)
+    ///     return SchemaV2.Person(lastName: parts.first ?? "", firstName: parts.count > 1 ? parts[1] : "")
+    /// }
+    /// ```
+    public static func mapConcurrently<Old: PersistentRecord & SendableMetatype, New: PersistentRecord & SendableMetatype>(
+        _ old: Old.Type, to new: New.Type, _ transform: @escaping @Sendable (Old) throws -> New?
+    ) -> RecordTransform {
+        RecordTransform(sourceEntity: Old.entityName, targetEntity: New.entityName, concurrentApply: { bytes, environment in
+            try rewrite(bytes, environment) { try transform($0) }
+        })
+    }
+
+    /// One record's rewrite: `bytes` decoded as `Old`, transformed, the result encoded into
+    /// `environment`'s session (nil: the transform dropped the record).
+    private static func rewrite<Old: PersistentRecord, New: PersistentRecord>(
+        _ bytes: UnsafeRawBufferPointer, _ environment: TransformEnvironment, _ transform: (Old) throws -> New?
+    ) throws -> UnsafeRawBufferPointer? {
+        let record: Old
+        do { record = try environment.old.decode(Old.self, from: bytes, layout: environment.oldLayout) } catch {
+            throw StrataError.recordCoding(reason: "reading \(Old.entityName) as \(Old.self) of the old version: \(error)")
+        }
+        guard let result = try transform(record) else { return nil }
+        do { return try environment.new.encodeInPlace(result, with: environment.session) } catch {
+            throw StrataError.recordCoding(reason: "writing \(New.self) of the new version: \(error)")
         }
     }
 }
 
-/// What a transform's type-erased step reads and writes with.
+/// What a transform's type-erased step reads and writes with. Each thread that runs
+/// transforms has one of its own (its session is not thread-safe); the bindings and layouts
+/// are immutable.
 struct TransformEnvironment {
     let old: SchemaBinding
     let oldLayout: RecordLayout

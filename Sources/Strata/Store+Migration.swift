@@ -269,6 +269,9 @@ struct MigrationRunner {
                 }
             }
         }
+        // Replaced trees this run read whole and found no overflowed record in: their leaves
+        // need not be read again to be freed.
+        var withoutOverflow: Set<UInt64> = []
         if phase != .switched {
             // The old version stays readable while the stage streams (its trees do not change).
             var oldVersion: Store?
@@ -282,8 +285,9 @@ struct MigrationRunner {
                 handOut(store)
             }
             defer { oldVersion?.retired.store(true, ordering: .releasing) }  // also when the stage fails
-            let target = try stream(transforms, batchSize: batchSize, rejected: rejected, stageName: Self.name(ofStep: step, in: plan),
-                                    records: records, meter: meter)
+            let target: CatalogVersion
+            (target, withoutOverflow) = try stream(transforms, batchSize: batchSize, rejected: rejected,
+                                                   stageName: Self.name(ofStep: step, in: plan), records: records, meter: meter)
             oldVersion?.retired.store(true, ordering: .releasing)  // before the switch makes the new trees the store's
             _ = try attributing(.schemaChange) {
                 try translatingErrors {
@@ -306,7 +310,9 @@ struct MigrationRunner {
             }
         }
         // The replaced trees' pages are freed in bounded batches (no commit grows with the store).
-        while try !translatingErrors({ try records.write { try $0.freeRetiredTrees(maximumLeaves: Self.leavesFreedPerCommit) } }) {}
+        while try !translatingErrors({
+            try records.write { try $0.freeRetiredTrees(maximumLeaves: Self.leavesFreedPerCommit, withoutOverflow: withoutOverflow) }
+        }) {}
         let context = Context(try Store(records: records, schema: to.schema, configuration: stageConfiguration), author: "migration")
         context.savesWithStage = true
         try attributing(.didMigrate) {
@@ -329,9 +335,10 @@ struct MigrationRunner {
     }
 
     /// Runs the stage's transforms, batch by batch, from where the marker says each got;
-    /// returns the pending catalog's version (the stage's target).
+    /// returns the pending catalog's version (the stage's target) and the root pages of the
+    /// source trees read whole from their first record here, none of whose records overflowed.
     private func stream(_ transforms: [RecordTransform], batchSize: Int, rejected: RejectedRecordPolicy, stageName: String,
-                        records: RecordStore, meter: ProgressMeter) throws -> CatalogVersion {
+                        records: RecordStore, meter: ProgressMeter) throws -> (CatalogVersion, Set<UInt64>) {
         let (oldBinding, newBinding) = try attributing(.schemaChange) { () throws -> (SchemaBinding, SchemaBinding) in
             try translatingErrors {
                 try records.write { transaction in
@@ -372,13 +379,30 @@ struct MigrationRunner {
         }
         meter.recordsDone = targets.reduce(0) { $0 + (start.migration?.shadows[$1]?.tree.count ?? 0) }
         if !transforms.isEmpty { meter.report() }
+        var withoutOverflow: Set<UInt64> = []
         for (transform, target) in zip(transforms, targets) {
             let source = try oldBinding.entityID(of: transform.sourceEntity)
+            // Whether this run reads the source tree from its first record, and met an overflowed one.
+            let sourceRoot = start.entities[source]?.tree.rootPageID ?? 0
+            let shadowAtStart = start.migration?.shadows[target]
+            let readsWhole = (shadowAtStart?.cursor ?? 0) == 0 && shadowAtStart?.isDone != true && sourceRoot != 0
+            var sawOverflow = false
             let session = RecordEncodingSession(layout: newBinding.layout(of: target))
             let environment = { (transaction: RecordTransaction) in
                 TransformEnvironment(old: oldBinding, oldLayout: oldBinding.layout(of: source), new: newBinding, session: session,
                                      writer: MigrationWriter(binding: newBinding, transaction: transaction, insertable: insertable))
             }
+            // A pure transform runs on the other cores too (`RecordTransform.mapConcurrently`).
+            let workers = TransformPipeline.workerCount(cores: ProcessInfo.processInfo.activeProcessorCount)
+            let pipeline = transform.concurrentApply.flatMap { apply in
+                workers == 0 ? nil : TransformPipeline(workers: workers, apply: apply) {
+                    // No writer: a concurrent transform cannot insert.
+                    TransformEnvironment(old: oldBinding, oldLayout: oldBinding.layout(of: source), new: newBinding,
+                                         session: RecordEncodingSession(layout: newBinding.layout(of: target)),
+                                         writer: MigrationWriter(binding: newBinding, transaction: nil, insertable: []))
+                }
+            }
+            defer { pipeline?.shutDown() }
             while true {
                 // One batch: the old records after the cursor, read from the snapshot (the old
                 // trees never change during a stage) inside the write transaction that puts
@@ -394,30 +418,50 @@ struct MigrationRunner {
                         transaction.updateMigration { marker in
                             if let next = marker.shadows[target]?.nextRowID, next < sourceNext { marker.shadows[target]?.nextRowID = sourceNext }
                         }
-                        let environment = environment(transaction)
-                        var last: UInt64 = 0
-                        try snapshot.reader(for: source).scan(from: (shadow?.cursor ?? 0) + 1, mapped: false) { id, bytes in
-                            count += 1
-                            bytesRead += UInt64(bytes.count)
-                            last = id
-                            let result: [UInt8]?
-                            do {
-                                result = try transform.apply(bytes, environment)
-                            } catch {
+                        // Each record's outcome, in identifier order: its new version inserted,
+                        // nothing (dropped), or the transform's error — failing the stage, or
+                        // the record quarantined (kept as it was, with why).
+                        func deliver(_ id: UInt64, _ old: UnsafeRawBufferPointer, _ outcome: Result<UnsafeRawBufferPointer?, any Error>) throws {
+                            switch outcome {
+                            case .success(let new?): try tree.insert(id, raw: new)
+                            case .success(nil): break
+                            case .failure(let error):
                                 guard rejected == .quarantine else {
                                     throw StepFailure(category: .transform, recordID: "\(transform.sourceEntity)#\(id)", underlying: error)
                                 }
-                                // Kept as it was, with why; the new version goes on without it.
                                 _ = try transaction.quarantine(QuarantinedRecord.encode(
                                     entity: transform.sourceEntity, id: id, catalogVersion: oldBinding.versionID, stage: stageName,
-                                    reason: "\(error)", bytes: Array(bytes)))
+                                    reason: "\(error)", bytes: Array(old)))
+                            }
+                        }
+                        var last: UInt64 = 0
+                        let reader = snapshot.reader(for: source)
+                        if let pipeline {
+                            pipeline.begin()
+                            try reader.scanRuns(from: (shadow?.cursor ?? 0) + 1, mapped: false) { run in
+                                if run.isOverflowed { sawOverflow = true }
+                                let taken = run.slice(0..<min(run.count, batchSize - count))
+                                count += taken.count
+                                bytesRead += UInt64(taken.allBytes.count)
+                                last = taken.id(taken.count - 1)
+                                try pipeline.add(taken, deliver: deliver)
                                 return count < batchSize
                             }
-                            if let result {
-                                try tree.insert(id, bytes: result)
-                                environment.session.recycle(result)
+                            try pipeline.finish(deliver: deliver)
+                        } else {
+                            let environment = environment(transaction)
+                            try reader.scanRuns(from: (shadow?.cursor ?? 0) + 1, mapped: false) { run in
+                                if run.isOverflowed { sawOverflow = true }
+                                for index in 0..<run.count {
+                                    let id = run.id(index), bytes = run.bytes(index)
+                                    count += 1
+                                    bytesRead += UInt64(bytes.count)
+                                    last = id
+                                    try deliver(id, bytes, Result { try transform.apply(bytes, environment) })
+                                    if count == batchSize { return false }
+                                }
+                                return true
                             }
-                            return count < batchSize
                         }
                         transaction.updateMigration { marker in
                             if count > 0 { marker.shadows[target]?.cursor = last }
@@ -429,8 +473,9 @@ struct MigrationRunner {
                 meter.bytesDone += bytesRead
                 meter.report()
             }
+            if readsWhole && !sawOverflow { withoutOverflow.insert(sourceRoot) }
         }
-        return newBinding.version
+        return (newBinding.version, withoutOverflow)
     }
 
     /// Closes the store and cuts its log back to the migration's rollback point; reopens it so

@@ -44,7 +44,8 @@ struct LeafNode: Equatable {
     }
 
     mutating func append(_ id: UInt64, bytes: UnsafeRawBufferPointer, overflow: Bool) {
-        data.append(contentsOf: bytes)
+        // Typed: appending a raw buffer copies byte by byte, a typed one is one memcpy.
+        data.append(contentsOf: bytes.assumingMemoryBound(to: UInt8.self))
         ids.append(id)
         ends.append(UInt32(data.count) | (overflow ? Self.overflowFlag : 0))
     }
@@ -79,17 +80,24 @@ struct LeafNode: Equatable {
     }
 
     func encoded() -> [UInt8] {
-        var writer = ByteWriter(capacity: encodedSize)
-        writer.append(NodeKind.leaf.rawValue)
-        writer.append(UInt8(1))
-        writer.append(UInt16(ids.count))
-        writer.append(UInt32(0))
-        for index in ids.indices {
-            writer.append(ids[index])
-            writer.append(ends[index])
+        // Stored straight into the array's memory (appending integer by integer through
+        // `ByteWriter` copied the directory byte by byte).
+        let size = encodedSize
+        return [UInt8](unsafeUninitializedCapacity: size) { buffer, initialized in
+            let raw = UnsafeMutableRawBufferPointer(buffer)
+            raw.storeBytes(of: NodeKind.leaf.rawValue, toByteOffset: 0, as: UInt8.self)
+            raw.storeBytes(of: UInt8(1), toByteOffset: 1, as: UInt8.self)
+            raw.storeBytes(of: UInt16(ids.count).littleEndian, toByteOffset: 2, as: UInt16.self)
+            raw.storeBytes(of: UInt32(0), toByteOffset: 4, as: UInt32.self)
+            var offset = Self.headerSize
+            for index in ids.indices {
+                raw.storeBytes(of: ids[index].littleEndian, toByteOffset: offset, as: UInt64.self)
+                raw.storeBytes(of: ends[index].littleEndian, toByteOffset: offset + 8, as: UInt32.self)
+                offset += Self.entrySize
+            }
+            data.withUnsafeBytes { UnsafeMutableRawBufferPointer(rebasing: raw[offset...]).copyMemory(from: $0) }
+            initialized = size
         }
-        writer.append(bytes: data)
-        return writer.bytes
     }
 
     static func decode(_ bytes: [UInt8]) throws -> LeafNode {
@@ -167,6 +175,11 @@ struct LeafView {
     }
 
     func isOverflow(_ index: Int) -> Bool { rawEnd(index) & LeafNode.overflowFlag != 0 }
+
+    /// Where record `index`'s bytes start, counted from the start of the leaf.
+    func startOffset(_ index: Int) -> Int {
+        LeafNode.headerSize + count * LeafNode.entrySize + (index == 0 ? 0 : Int(rawEnd(index - 1) & ~LeafNode.overflowFlag))
+    }
 
     /// Where record `index`'s bytes end, counted from the start of the leaf.
     func endOffset(_ index: Int) -> Int {

@@ -157,6 +157,16 @@ package struct RecordTreeReader: Sendable {
     /// `mapped` false reads leaves with `pread` instead of through the memory map: one pass over
     /// a whole store (a migration) then leaves nothing of it mapped into the process.
     package func scan(from start: UInt64 = 0, mapped: Bool = true, _ body: (UInt64, UnsafeRawBufferPointer) throws -> Bool) throws {
+        try scanRuns(from: start, mapped: mapped) { run in
+            for index in 0..<run.count where try !body(run.id(index), run.bytes(index)) { return false }
+            return true
+        }
+    }
+
+    /// `scan`, a run of consecutive records at a time: each leaf's records from `start` on, in
+    /// place — an overflowed record assembled, as a run of its own — until `body` returns false.
+    /// For callers that copy many records at once (a migration's batch).
+    package func scanRuns(from start: UInt64 = 0, mapped: Bool = true, _ body: (RecordRun) throws -> Bool) throws {
         guard root.rootPageID != 0 else { return }
         let pages = SequentialPageReader(snapshot, mapped: mapped)
         var stack: [(pageID: UInt64, next: Int)] = [(root.rootPageID, -1)]
@@ -169,11 +179,14 @@ package struct RecordTreeReader: Sendable {
                 while index < count {
                     if view.isOverflow(index) {
                         let whole = try resolveOverflow(Array(view.bytes(index)), pageID: top.pageID)
-                        if try !whole.withUnsafeBytes({ try body(view.id(index), $0) }) { return false }
-                    } else if try !body(view.id(index), view.bytes(index)) {
-                        return false
+                        if try !whole.withUnsafeBytes({ try body(RecordRun(id: view.id(index), bytes: $0)) }) { return false }
+                        index += 1
+                        continue
                     }
-                    index += 1
+                    var end = index + 1
+                    while end < count && !view.isOverflow(end) { end += 1 }
+                    if try !body(RecordRun(view, index..<end)) { return false }
+                    index = end
                 }
                 return true
             }
@@ -250,5 +263,68 @@ package struct RecordTreeReader: Sendable {
         }
         guard let proceed else { throw RecordTreeError.missingPage(pageID: pageID) }
         return proceed
+    }
+}
+
+/// Consecutive records of a scan (`RecordTreeReader.scanRuns`), in place: valid during the
+/// call they are passed to only.
+package struct RecordRun {
+    /// The leaf holding the records, and the first one's index there; nil for one assembled
+    /// overflowed record.
+    private let view: LeafView?
+    private let first: Int
+    /// The overflowed record's id and bytes.
+    private let single: (id: UInt64, bytes: UnsafeRawBufferPointer)
+    package let count: Int
+
+    /// Records `range` of a leaf, none of them overflowed.
+    init(_ view: LeafView, _ range: Range<Int>) {
+        self.view = view
+        first = range.lowerBound
+        count = range.count
+        single = (0, UnsafeRawBufferPointer(start: nil, count: 0))
+    }
+
+    /// One overflowed record, assembled.
+    init(id: UInt64, bytes: UnsafeRawBufferPointer) {
+        view = nil
+        first = 0
+        count = 1
+        single = (id, bytes)
+    }
+
+    /// Whether the run is one overflowed record, assembled from its chunk pages.
+    package var isOverflowed: Bool { view == nil }
+
+    /// The id of record `index` (0 ..< count).
+    package func id(_ index: Int) -> UInt64 { view?.id(first + index) ?? single.id }
+
+    /// The bytes of record `index`.
+    package func bytes(_ index: Int) -> UnsafeRawBufferPointer { view?.bytes(first + index) ?? single.bytes }
+
+    /// The run's bytes, record after record: record `index` ends `end(index)` bytes in.
+    package var allBytes: UnsafeRawBufferPointer {
+        guard let view else { return single.bytes }
+        guard count > 0 else { return UnsafeRawBufferPointer(start: nil, count: 0) }
+        return UnsafeRawBufferPointer(rebasing: view.raw[view.startOffset(first)..<view.endOffset(first + count - 1)])
+    }
+
+    /// Where record `index` ends in `allBytes`.
+    package func end(_ index: Int) -> Int {
+        guard let view else { return single.bytes.count }
+        return view.endOffset(first + index) - view.startOffset(first)
+    }
+
+    /// Records `range` (within 0 ..< count) of the run.
+    package func slice(_ range: Range<Int>) -> RecordRun {
+        guard let view else { return RecordRun(view: nil, first: 0, single: single, count: range.count) }
+        return RecordRun(view, (first + range.lowerBound)..<(first + range.upperBound))
+    }
+
+    private init(view: LeafView?, first: Int, single: (id: UInt64, bytes: UnsafeRawBufferPointer), count: Int) {
+        self.view = view
+        self.first = first
+        self.single = single
+        self.count = count
     }
 }

@@ -197,11 +197,28 @@ package final class RecordTreeWriter {
             }
         }
         let (stored, overflow) = try storedForm(bytes)
+        return try stored.withUnsafeBytes { try place(id, stored: $0, overflow: overflow, mustExist: mustExist, mustNotExist: mustNotExist) }
+    }
+
+    /// Inserts a new record from bytes the caller keeps (a migration's encoder's): as
+    /// `insert(_:bytes:)`, with no array in between when the tree keeps no index or journal
+    /// and the record fits in a leaf.
+    package func insert(_ id: UInt64, raw bytes: UnsafeRawBufferPointer) throws {
+        guard indexes == nil, journal == nil, bytes.count <= options.maximumInlineRecord else {
+            try insert(id, bytes: Array(bytes.assumingMemoryBound(to: UInt8.self)))
+            return
+        }
+        _ = try place(id, stored: bytes, overflow: false, mustExist: false, mustNotExist: true)
+    }
+
+    /// Puts the stored form of a record (its bytes, or an overflow reference) into its leaf;
+    /// indexes and journal were told already.
+    private func place(_ id: UInt64, stored: UnsafeRawBufferPointer, overflow: Bool, mustExist: Bool, mustNotExist: Bool) throws -> Bool {
         if root.rootPageID == 0 {
             if mustExist { try freeStored(stored, overflow); return false }
             let pageID = try transaction.allocatePageID()
             var node = LeafNode()
-            stored.withUnsafeBytes { node.append(id, bytes: $0, overflow: overflow) }
+            node.append(id, bytes: stored, overflow: overflow)
             markDirty(pageID, .leaf(Leaf(node)))
             root = RecordTreeRoot(rootPageID: pageID, count: 1)
             hint = nil
@@ -218,16 +235,18 @@ package final class RecordTreeWriter {
             root.count += 1
         }
         if index == leaf.node.count {
-            stored.withUnsafeBytes { leaf.node.append(id, bytes: $0, overflow: overflow) }
+            leaf.node.append(id, bytes: stored, overflow: overflow)
         } else {
-            leaf.node.insert(id, bytes: stored, overflow: overflow, at: index)
+            leaf.node.insert(id, bytes: stored.assumingMemoryBound(to: UInt8.self), overflow: overflow, at: index)
         }
         markDirty(leafID, .leaf(leaf))
         if leaf.node.encodedSize > options.maximumNodeSize && leaf.node.count > 1 {
             // Appending past the end (ascending ids, the common case) moves only the new record,
             // so sequential inserts fill leaves completely instead of leaving them half full.
             let appended = index == leaf.node.count - 1
-            let right = appended ? leaf.node.splitOff(at: index) : leaf.node.splitOff()
+            var right = appended ? leaf.node.splitOff(at: index) : leaf.node.splitOff()
+            // The next appends fill it: room for a whole leaf at once, not a doubling per few records.
+            if appended { right.data.reserveCapacity(options.maximumNodeSize) }
             hint = nil
             let rightID = try transaction.allocatePageID()
             markDirty(rightID, .leaf(Leaf(right)))
@@ -259,14 +278,14 @@ package final class RecordTreeWriter {
         return (OverflowReference(length: UInt64(bytes.count), chunks: chunks).encoded(), true)
     }
 
-    private func freeStored(_ stored: [UInt8], _ overflow: Bool) throws {
+    private func freeStored(_ stored: UnsafeRawBufferPointer, _ overflow: Bool) throws {
         guard overflow else { return }
-        let reference = try stored.withUnsafeBytes { try OverflowReference.decode($0) }
+        let reference = try OverflowReference.decode(stored)
         for chunk in reference.chunks { try transaction.free(chunk) }
     }
 
     private func freeOverflow(_ leaf: LeafNode, _ index: Int) throws {
-        try freeStored(Array(leaf.bytes(index)), true)
+        try Array(leaf.bytes(index)).withUnsafeBytes { try freeStored($0, true) }
     }
 
     private func insertSeparator(_ separator: UInt64, right: UInt64, left: UInt64, path: [(UInt64, Int)]) throws {

@@ -51,8 +51,14 @@ extension RecordTransaction {
     /// Frees up to `maximumLeaves` more leaves (and their overflow chunks) of the first retired
     /// tree of the running migration, in key order; once its leaves are all freed, frees its
     /// interior nodes and forgets it. Returns whether no retired tree is left.
-    package func freeRetiredTrees(maximumLeaves: Int) throws -> Bool {
+    ///
+    /// A leaf is read to free the overflow chunks its records refer to — unless the tree's root
+    /// is in `withoutOverflow`: trees the caller read whole and found no overflowed record in
+    /// (a streaming stage's source, scanned from its first record in this process), whose
+    /// leaves are then freed unread.
+    package func freeRetiredTrees(maximumLeaves: Int, withoutOverflow: Set<UInt64> = []) throws -> Bool {
         guard var retired = migration?.retired.first else { return true }
+        let unread = withoutOverflow.contains(retired.rootPageID)
         let maximumLeaves = max(1, maximumLeaves)
         var freed = 0
         var next: UInt64?  // the range start of the first leaf left, once the batch is full
@@ -62,6 +68,11 @@ extension RecordTransaction {
             if level == retired.height {
                 guard start >= retired.freedBelow else { return }  // freed by an earlier batch
                 if freed == maximumLeaves { next = start; return }
+                if unread {
+                    try transaction.free(pageID)
+                    freed += 1
+                    return
+                }
                 let bytes = try page(pageID)
                 let leaf: LeafNode
                 do { leaf = try LeafNode.decode(bytes) } catch let error as FormatError {

@@ -129,6 +129,16 @@ package final class SchemaBinding: Sendable {
         }
     }
 
+    /// A typed record's bytes, encoded by `session` (made with the entity's layout) into its
+    /// own memory: valid until the session's next call.
+    package func encodeInPlace<Record: PersistentRecord>(_ record: Record, with session: RecordEncodingSession) throws -> UnsafeRawBufferPointer {
+        do {
+            return try session.encodeInPlace(record)
+        } catch {
+            throw SchemaBindingError.recordCoding("\(error)")
+        }
+    }
+
     /// The layout records of an entity are coded with (an empty one for an unknown entity).
     package func layout(of entityID: UInt32) -> RecordLayout {
         layouts[entityID] ?? RecordLayout(attributes: [])

@@ -25,41 +25,55 @@ extension RecordEncoder {
     /// Encodes a typed record with `state` (fresh, or reset) and returns its bytes.
     func encode<Record: PersistentRecord>(_ record: Record, into state: RecordEncodingState) throws(RecordCodingError) -> [UInt8] {
         _ = try run(record, state)
-        return try finish(state, type: Record.self)
+        try finish(state, type: Record.self)
+        return state.encodedBytes()
     }
 
     /// Encodes `record` with `state` (fresh, or reset) and returns its bytes.
     func encode<Record: Encodable>(_ record: Record, into state: RecordEncodingState) throws(RecordCodingError) -> [UInt8] {
         // Values go straight into the record's bytes; only names without an id are kept by name.
         _ = try run(record, state)
-        return try finish(state, type: Record.self)
+        try finish(state, type: Record.self)
+        return state.encodedBytes()
     }
 
-    /// The bytes `state` holds, once every value it kept by name is null (else the first such
-    /// name is an unknown attribute).
-    private func finish(_ state: RecordEncodingState, type: Any.Type) throws(RecordCodingError) -> [UInt8] {
+    /// Throws unless every value `state` kept by name is null (else the first such name is an
+    /// unknown attribute).
+    func finish(_ state: RecordEncodingState, type: Any.Type) throws(RecordCodingError) {
         if !state.values.isEmpty,
            let unknown = state.values.filter({ !$0.value.isNull }).keys.min()  // the least name: the same error every run
         {
             throw .unknownAttribute(type: String(describing: type), attribute: unknown)
         }
-        return state.encodedBytes()
+    }
+
+    /// Encodes a typed record with `state` (fresh, or reset); its bytes are `state`'s, valid
+    /// until it is reset or freed.
+    func encodeInPlace<Record: PersistentRecord>(_ record: Record, into state: RecordEncodingState) throws(RecordCodingError)
+        -> UnsafeRawBufferPointer
+    {
+        _ = try run(record, state)
+        try finish(state, type: Record.self)
+        return state.finishedBytes()
     }
 }
 
-/// Encodes many records with one layout one after another (a bulk insert), reusing one
-/// encoding state and one byte buffer instead of allocating both per record: the bytes of
-/// `encode` given back with `recycle` become the next record's buffer.
+/// Encodes many records with one layout one after another (a bulk insert, a migration's
+/// transform), reusing one encoding state — its memory, and the order in which the type gave
+/// its names — instead of making one per record. `encode` returns an array (written into the
+/// bytes given back with `recycle`, when there are some); `encodeInPlace` returns the state's
+/// own bytes, copied by the caller, with no array at all.
 ///
 /// A state is reused only when nothing kept it (a record's `encode(to:)` may store its
 /// encoder or container; such a state is left to it and a new one made). The same bytes and
-/// errors as `RecordEncoder.encode(_:layout:)`. Not thread-safe: one per transaction.
+/// errors as `RecordEncoder.encode(_:layout:)`. Not thread-safe: one per transaction (or
+/// per thread).
 package final class RecordEncodingSession {
     package let layout: RecordLayout
-    private var spare: RecordEncodingState?
+    /// The state of the last record (kept until the next one, which reuses it unless a record
+    /// kept it too).
+    private var current: RecordEncodingState?
     private var spareBuffer: [UInt8] = []
-    /// Whether the last record came out of attribute-id order (records of one type do alike).
-    private var lastWasDisordered = false
 
     package init(layout: RecordLayout) {
         self.layout = layout
@@ -69,33 +83,55 @@ package final class RecordEncodingSession {
     /// path, or its `Encodable` conformance).
     /// - Throws: as `RecordEncoder.encode(_:layout:)`.
     package func encode<Record: PersistentRecord>(_ record: Record) throws(RecordCodingError) -> [UInt8] {
-        var state = reusableState(for: Record.self)
-        defer {
-            lastWasDisordered = state.isDisordered
-            if isKnownUniquelyReferenced(&state) { spare = state }
-        }
-        return try RecordEncoder().encode(record, into: state)
+        array(of: try encodeInPlace(record))
     }
 
     /// The record's bytes in the `RecordCodec` encoding, keyed by `layout`'s ids.
     /// - Throws: as `RecordEncoder.encode(_:layout:)`.
     package func encode<Record: Encodable>(_ record: Record) throws(RecordCodingError) -> [UInt8] {
-        var state = reusableState(for: Record.self)
-        defer {
-            lastWasDisordered = state.isDisordered
-            if isKnownUniquelyReferenced(&state) { spare = state }
-        }
-        return try RecordEncoder().encode(record, into: state)
+        array(of: try encodeInPlace(record))
     }
 
-    /// The spare state reset for a record of `type` (writing into the spare buffer), or a new one.
+    /// A typed record's bytes, as `encode` gives them, in memory of the session's: valid until
+    /// the next call on the session (or its end).
+    /// - Throws: as `RecordEncoder.encode(_:layout:)`.
+    package func encodeInPlace<Record: PersistentRecord>(_ record: Record) throws(RecordCodingError) -> UnsafeRawBufferPointer {
+        try RecordEncoder().encodeInPlace(record, into: reusableState(for: Record.self))
+    }
+
+    /// The record's bytes, as `encode` gives them, in memory of the session's: valid until the
+    /// next call on the session (or its end).
+    /// - Throws: as `RecordEncoder.encode(_:layout:)`.
+    package func encodeInPlace<Record: Encodable>(_ record: Record) throws(RecordCodingError) -> UnsafeRawBufferPointer {
+        let state = reusableState(for: Record.self)
+        _ = try RecordEncoder().run(record, state)
+        try RecordEncoder().finish(state, type: Record.self)
+        return state.finishedBytes()
+    }
+
+    /// `bytes` in an array: the one given back by `recycle`, if any (no allocation).
+    private func array(of bytes: UnsafeRawBufferPointer) -> [UInt8] {
+        var result: [UInt8] = []
+        swap(&result, &spareBuffer)
+        result.removeAll(keepingCapacity: true)
+        result.append(contentsOf: bytes.assumingMemoryBound(to: UInt8.self))
+        return result
+    }
+
+    /// The last record's state reset for a record of `type`, or a new one when there is none
+    /// or a record kept it.
     private func reusableState(for type: Any.Type) -> RecordEncodingState {
-        guard let spare else { return RecordEncodingState(type: type, layout: layout) }
-        self.spare = nil
-        var buffer: [UInt8] = []
-        swap(&buffer, &spareBuffer)
-        spare.reset(type: type, buffer: buffer, expectingDisorder: lastWasDisordered)
-        return spare
+        if var state = current {
+            current = nil
+            if isKnownUniquelyReferenced(&state) {
+                state.reset(type: type)
+                current = state
+                return state
+            }
+        }
+        let state = RecordEncodingState(type: type, layout: layout)
+        current = state
+        return state
     }
 
     /// Gives back the bytes of an earlier `encode`, once the caller no longer needs them, to

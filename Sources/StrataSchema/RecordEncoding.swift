@@ -6,45 +6,57 @@ import StrataFormat
 /// the stored properties skip dynamic exclusivity checks (`@exclusivity(unchecked)`: they
 /// were ~6 % of encoding).
 ///
-/// Encoding straight to bytes (`layout` set), each value is written to `writer` as it comes
-/// (its attribute id, then the value), and where it went is noted in `spans`. While the
+/// Encoding straight to bytes (`layout` set), each value is written to `scratch` as it comes
+/// (its attribute id, then the value), and where it went is noted in its layout position's
+/// slot (a later value of the same attribute replaces it; a null empties it). While the
 /// attributes come in ascending id order — what a synthesized `encode(to:)` does when the
 /// properties are declared in the order the catalog numbered them — the bytes written are the
 /// record. Otherwise (a property added in a later version declared before older ones, a value
-/// given twice) `encodedBytes()` copies the spans into ascending id order, the last value of
-/// each attribute winning and nulls dropped: the bytes `RecordCodec.encode(fields:)` makes,
-/// without building a `Value` list. A value whose name has no id goes to `values`, to be
-/// reported as an unknown attribute unless it ends up null. Encoding to names (`layout`
-/// nil), every value goes to `values`.
+/// given twice) `finishedBytes()` copies the slots' bytes in position (= id) order: the bytes
+/// `RecordCodec.encode(fields:)` makes, without sorting anything or building a `Value` list.
+/// A value whose name has no id goes to `values`, to be reported as an unknown attribute
+/// unless it ends up null. Encoding to names (`layout` nil), every value goes to `values`.
+///
+/// Names are looked up in the layout through the order the previous record of the state gave
+/// them in (a type encodes its properties in the same order every time): the n-th name of a
+/// record is first compared with the n-th of the previous one, one comparison of equal
+/// strings instead of a scan.
 final class RecordEncodingState {
     /// The record type; its name is formatted only for an error.
     private(set) var type: Any.Type
     var typeName: String { String(describing: type) }
     let layout: RecordLayout?
     @exclusivity(unchecked) var values: [String: Value] = [:]
-    /// The record's bytes while values come in ascending id order: a format byte and a
-    /// one-byte count, both set by `encodedBytes()`, then the fields.
-    @exclusivity(unchecked) private var writer = RecordFieldWriter()
-    /// Non-null fields in `writer`, and whether one holds references.
+    /// The fields as they came, after `headerRoom` bytes kept for the record's header.
+    @exclusivity(unchecked) private var scratch: RecordScratch
+    /// The reordered record, when the fields did not come in order.
+    @exclusivity(unchecked) private var reordered: RecordScratch
+    /// Per layout position, where its value is in `scratch` (an empty range: none).
+    private let slots: UnsafeMutablePointer<Slot>
+    private let slotCount: Int
+    /// Non-null fields written, and whether one holds references (valid while in order).
     @exclusivity(unchecked) private var writtenCount = 0
     @exclusivity(unchecked) private var holdsReferences = false
     /// The layout position of the last value stored (null ones included).
     @exclusivity(unchecked) private var lastPosition = -1
-    /// Where each value written (or each null that must erase an earlier value) is in
-    /// `writer`'s bytes, in the order they came.
-    @exclusivity(unchecked) private var spans: [WrittenField] = []
     /// Whether a value came out of ascending position order (or twice).
     @exclusivity(unchecked) private var disordered = false
-    /// A buffer for the reordered bytes of the next out-of-order record.
-    @exclusivity(unchecked) private var spareResult: [UInt8] = []
+    /// The layout position of each name given, in the order given (-1: not in the layout),
+    /// by the previous record and, as far as it got, by this one.
+    @exclusivity(unchecked) private var order: [Int] = []
+    /// The number of names given so far in this record.
+    @exclusivity(unchecked) private var given = 0
 
-    /// One value in `writer`: its layout position and its bytes (id and value; empty for a null).
-    private struct WrittenField {
-        var position: Int
+    /// Bytes before the first field: room for the format byte and the longest field count.
+    private static let headerRoom = 6
+
+    private struct Slot {
         var start: Int
         var end: Int
         var isReferences: Bool
+        static let empty = Slot(start: 0, end: 0, isReferences: false)
     }
+
     /// The first structural problem, recorded where the `Encoder` API cannot throw
     /// (`unkeyedContainer()`, `nestedContainer`…) and thrown when `encode(to:)` returns.
     var failure: RecordCodingError?
@@ -52,33 +64,49 @@ final class RecordEncodingState {
     init(type: Any.Type, layout: RecordLayout? = nil) {
         self.type = type
         self.layout = layout
-        if let layout {
-            writer.reserve(layout.estimatedRecordSize)
-            writer.append(RecordCodec.baseFormat)
-            writer.append(UInt8(0))
-        }
+        slotCount = layout?.ids.count ?? 0
+        slots = .allocate(capacity: max(slotCount, 1))
+        slots.initialize(repeating: .empty, count: max(slotCount, 1))
+        scratch = RecordScratch(capacity: layout.map { $0.estimatedRecordSize + Self.headerRoom } ?? 0)
+        scratch.reserve(Self.headerRoom)
+        for _ in 0..<Self.headerRoom { scratch.append(0) }
+        reordered = RecordScratch(capacity: 0)
     }
 
-    /// Whether values came out of order (the session expects the next record of the type to
-    /// do the same).
-    var isDisordered: Bool { disordered }
+    deinit {
+        slots.deallocate()
+        scratch.deallocate()
+        reordered.deallocate()
+    }
 
-    /// Makes a state that encoded a record (with a layout) ready for the next one, writing
-    /// into `buffer` (emptied, its capacity kept) — `RecordEncodingSession`'s reuse. With
-    /// `expectingDisorder` (the previous record of the type came out of order), where each
-    /// value goes is noted from the first one, instead of read back at the first out of order.
-    func reset(type: Any.Type, buffer: consuming [UInt8], expectingDisorder: Bool = false) {
+    /// Makes a state that encoded a record (with a layout) ready for the next one.
+    func reset(type: Any.Type) {
         self.type = type
-        values.removeAll(keepingCapacity: true)
-        writer.reset(buffer)
-        writer.append(RecordCodec.baseFormat)
-        writer.append(UInt8(0))
+        if !values.isEmpty { values.removeAll(keepingCapacity: true) }
+        scratch.removeAll()
+        for _ in 0..<Self.headerRoom { scratch.append(0) }
+        for position in 0..<slotCount { slots[position] = .empty }
         writtenCount = 0
         holdsReferences = false
         lastPosition = -1
-        spans.removeAll(keepingCapacity: true)
-        disordered = expectingDisorder
+        disordered = false
+        given = 0
         failure = nil
+    }
+
+    /// The layout position of the attribute `name` (nil: the layout has none), noted as the
+    /// position of the record's next name.
+    @inline(__always)
+    private func position(of name: String, in layout: RecordLayout) -> Int? {
+        let index = given
+        given += 1
+        if index < order.count {
+            let expected = order[index]
+            if expected >= 0 && layout.names[expected] == name { return expected }
+        }
+        let position = layout.position(of: name)
+        if index < order.count { order[index] = position ?? -1 } else { order.append(position ?? -1) }
+        return position
     }
 
     /// Stores the value of the attribute `name`; a later value for the same name replaces it.
@@ -92,117 +120,78 @@ final class RecordEncodingState {
     /// Stores a text value: what `store(.string(value), forKey:)` stores, without the `Value`.
     @inline(__always)
     func store(string value: String, forKey name: String) {
-        store(forKey: name, isNull: false, isReferences: false, value: .string(value)) { writer in
-            var text = value
-            writer.append(ValueTag.string.rawValue)
-            writer.appendVarint(UInt64(text.utf8.count))
-            text.withUTF8 { writer.append(contentsOf: $0) }
-        }
+        store(forKey: name, isNull: false, isReferences: false, value: .string(value)) { $0.append(string: value) }
     }
 
     /// Stores the value of the attribute `name`, which `write` appends (tag and payload)
     /// unless it is null; `value` is kept by name when the layout has no such attribute.
     @inline(__always)
     private func store(forKey name: String, isNull: Bool, isReferences: Bool, value: @autoclosure () -> Value,
-                       _ write: (inout RecordFieldWriter) -> Void) {
-        guard let layout, let position = layout.position(of: name) else {
+                       _ write: (inout RecordScratch) -> Void) {
+        guard let layout, let position = position(of: name, in: layout) else {
             values[name] = value()
             return
         }
-        if position <= lastPosition && !disordered { noteSpansOfFieldsInOrder() }
-        lastPosition = max(lastPosition, position)
-        let start = writer.bytes.count
+        if position <= lastPosition { disordered = true } else { lastPosition = position }
         if isNull {
-            // Only an out-of-order null can erase something: note it then.
-            if disordered { spans.append(WrittenField(position: position, start: start, end: start, isReferences: false)) }
+            slots[position] = .empty
             return
         }
-        writer.appendVarint(UInt64(layout.ids[position]))
-        write(&writer)
+        let start = scratch.count
+        scratch.appendVarint(UInt64(layout.ids[position]))
+        write(&scratch)
+        slots[position] = Slot(start: start, end: scratch.count, isReferences: isReferences)
         writtenCount += 1
         if isReferences { holdsReferences = true }
-        if disordered { spans.append(WrittenField(position: position, start: start, end: writer.bytes.count, isReferences: isReferences)) }
     }
 
-    /// The first value out of order came: notes where each field written so far (in order)
-    /// is, by reading them back — so values in order cost nothing for the rare record that is
-    /// not. (Valid by construction; should reading fail, the failure is recorded, so nothing
-    /// is dropped silently.)
-    private func noteSpansOfFieldsInOrder() {
-        disordered = true
-        guard let layout else { return }
-        let written = finishedBytes(writer.bytes)
-        let shift = written.count - writer.bytes.count  // a field count of 128 or more takes two bytes
-        let problem: FormatError? = written.withUnsafeBytes { raw in
-            var reader = RecordFieldReader(raw)
-            do throws(FormatError) {
-                _ = try reader.readHeader()
-                var previous: UInt32?
-                while reader.remaining > 0 {
-                    let start = reader.position
-                    let id = try reader.readAttributeID(after: previous)
-                    let field = try reader.readFieldSpan(id: id)
-                    previous = id
-                    guard let position = layout.ids.firstIndex(of: id) else { throw FormatError("attribute id \(id) is not the layout's", at: start) }
-                    spans.append(WrittenField(position: position, start: start - shift, end: reader.position - shift,
-                                              isReferences: field.tag == ValueTag.references.rawValue))
-                }
-                return nil
-            } catch {
-                return error
-            }
+    /// The record's bytes in the `RecordCodec` encoding (encoding with a layout), valid until
+    /// the state is reset or freed; call once per record.
+    func finishedBytes() -> UnsafeRawBufferPointer {
+        let fieldsStart = Self.headerRoom
+        guard disordered else {
+            // The fields are the record's: its header goes right before them.
+            let start = writeHeader(count: writtenCount, references: holdsReferences, endingAt: fieldsStart)
+            return UnsafeRawBufferPointer(rebasing: scratch.bytes[start...])
         }
-        if let problem, failure == nil {
-            failure = .recordCodingFailed(type: typeName, reason: "re-reading its encoded fields failed: \(problem)")
+        // Ascending position (= id) order, the last value of each position kept.
+        var count = 0, references = false, size = 0
+        for position in 0..<slotCount where slots[position].end > slots[position].start {
+            count += 1
+            size += slots[position].end - slots[position].start
+            if slots[position].isReferences { references = true }
         }
+        reordered.removeAll()
+        reordered.reserve(Self.headerRoom + size)
+        reordered.append(references ? RecordCodec.referencesFormat : RecordCodec.baseFormat)
+        reordered.appendVarint(UInt64(count))
+        let fields = scratch.bytes
+        for position in 0..<slotCount where slots[position].end > slots[position].start {
+            reordered.append(raw: UnsafeRawBufferPointer(rebasing: fields[slots[position].start..<slots[position].end]))
+        }
+        return reordered.bytes
     }
 
-    /// The record's bytes in the `RecordCodec` encoding (encoding with a layout); call once.
-    func encodedBytes() -> [UInt8] {
-        guard disordered else { return finishedBytes(writer.takeBytes()) }
-        // Ascending position (= id) order, stable (a few fields: insertion sort in place); of
-        // one position, the last value given wins.
-        for index in spans.indices.dropFirst() {
-            let span = spans[index]
-            var hole = index
-            while hole > 0 && spans[hole - 1].position > span.position {
-                spans[hole] = spans[hole - 1]
-                hole -= 1
-            }
-            spans[hole] = span
+    /// Writes the record header (format byte, field count) into `scratch` so that it ends at
+    /// `end`; returns where it starts.
+    private func writeHeader(count: Int, references: Bool, endingAt end: Int) -> Int {
+        var length = 1
+        var rest = count
+        while rest >= 0x80 { length += 1; rest >>= 7 }
+        let start = end - 1 - length
+        scratch.set(references ? RecordCodec.referencesFormat : RecordCodec.baseFormat, at: start)
+        var value = UInt64(count), offset = start + 1
+        while value >= 0x80 {
+            scratch.set(UInt8(truncatingIfNeeded: value) | 0x80, at: offset)
+            value >>= 7
+            offset += 1
         }
-        let bytes = writer.takeBytes()
-        var result = RecordFieldWriter()
-        result.reset(spareResult)
-        result.reserve(bytes.count)
-        result.append(RecordCodec.baseFormat)
-        result.append(UInt8(0))
-        writtenCount = 0
-        holdsReferences = false
-        for index in spans.indices {
-            let span = spans[index]
-            if index + 1 < spans.count && spans[index + 1].position == span.position { continue }  // replaced later
-            guard span.end > span.start else { continue }  // null
-            result.append(contentsOf: bytes[span.start..<span.end])
-            writtenCount += 1
-            if span.isReferences { holdsReferences = true }
-        }
-        spareResult = bytes  // the next disordered record's result buffer
-        return finishedBytes(result.takeBytes())
+        scratch.set(UInt8(value), at: offset)
+        return start
     }
 
-    /// `bytes` (`writer`'s) with their format byte and field count set.
-    private func finishedBytes(_ bytes: consuming [UInt8]) -> [UInt8] {
-        bytes[0] = holdsReferences ? RecordCodec.referencesFormat : RecordCodec.baseFormat
-        if writtenCount < 0x80 {
-            bytes[1] = UInt8(writtenCount)
-        } else {
-            var count = RecordFieldWriter()
-            count.appendVarint(UInt64(writtenCount))
-            bytes.replaceSubrange(1..<2, with: count.bytes)
-        }
-        return bytes
-    }
+    /// The record's bytes as an array (`finishedBytes()` copied); call once.
+    func encodedBytes() -> [UInt8] { Array(finishedBytes().assumingMemoryBound(to: UInt8.self)) }
 
     func fail(_ reason: String) {
         if failure == nil { failure = .unsupportedStructure(type: typeName, reason: reason) }

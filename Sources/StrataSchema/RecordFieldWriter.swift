@@ -52,41 +52,136 @@ struct RecordFieldWriter {
     /// Raw bytes (a string's UTF-8).
     @inline(__always)
     mutating func append(contentsOf raw: UnsafeBufferPointer<UInt8>) { bytes.append(contentsOf: raw) }
+}
 
+/// Where a record's fields are written: an array (`RecordFieldWriter`) or memory an encoding
+/// state owns (`RecordScratch`). The encodings of varints and values are written once, here,
+/// and specialized for each.
+protocol RecordByteSink {
+    mutating func append(_ byte: UInt8)
+    mutating func append(contentsOf raw: UnsafeBufferPointer<UInt8>)
+}
+
+extension RecordByteSink {
     /// As `ByteWriter.appendVarint`.
     @inline(__always)
     mutating func appendVarint(_ value: UInt64) {
         var rest = value
         while rest >= 0x80 {
-            bytes.append(UInt8(truncatingIfNeeded: rest) | 0x80)
+            append(UInt8(truncatingIfNeeded: rest) | 0x80)
             rest >>= 7
         }
-        bytes.append(UInt8(rest))
+        append(UInt8(rest))
     }
 
     /// Eight bytes, little-endian, as `ByteWriter.append(_: UInt64)`.
+    @inline(__always)
     mutating func append(_ value: UInt64) {
-        withUnsafeBytes(of: value.littleEndian) { bytes.append(contentsOf: $0) }
+        withUnsafeBytes(of: value.littleEndian) { append(contentsOf: $0.assumingMemoryBound(to: UInt8.self)) }
+    }
+
+    /// A text value's tag, length and UTF-8: what `append(.string(text))` writes, without the `Value`.
+    @inline(__always)
+    mutating func append(string text: String) {
+        var text = text
+        append(ValueTag.string.rawValue)
+        appendVarint(UInt64(text.utf8.count))
+        text.withUTF8 { append(contentsOf: $0) }
     }
 
     /// As `Value.append(to:)`: the tag, then the payload.
     mutating func append(_ value: Value) {
-        bytes.append(value.tag.rawValue)
         switch value {
-        case .null, .bool: break
+        case .string(let string):
+            append(string: string)
+            return
+        default: append(value.tag.rawValue)
+        }
+        switch value {
+        case .null, .bool, .string: break
         case .int(let int): appendVarint(UInt64(bitPattern: (int << 1) ^ (int >> 63)))
         case .double(let double): append(double.bitPattern)
-        case .string(var string):
-            appendVarint(UInt64(string.utf8.count))
-            string.withUTF8 { bytes.append(contentsOf: $0) }
         case .data(let payload), .codable(let payload):
             appendVarint(UInt64(payload.count))
-            bytes.append(contentsOf: payload)
+            payload.withUnsafeBufferPointer { append(contentsOf: $0) }
         case .date(let date): append(date.timeIntervalSinceReferenceDate.bitPattern)
-        case .uuid(let uuid): withUnsafeBytes(of: uuid.uuid) { bytes.append(contentsOf: $0) }
+        case .uuid(let uuid): withUnsafeBytes(of: uuid.uuid) { append(contentsOf: $0.assumingMemoryBound(to: UInt8.self)) }
         case .references(let ids):
             appendVarint(UInt64(ids.count))
             for id in ids { appendVarint(id) }
         }
+    }
+}
+
+extension RecordFieldWriter: RecordByteSink {}
+
+/// A record's bytes being written into memory its encoding state owns and reuses from record
+/// to record: an append checks the room left and stores, with no uniqueness check or
+/// reference counting (an array's appends were a fifth of encoding). Freed by its owner
+/// (`deallocate()`); copies share the memory, so one owner only.
+struct RecordScratch: RecordByteSink {
+    private(set) var base: UnsafeMutableRawPointer
+    private(set) var count = 0
+    private(set) var capacity: Int
+
+    init(capacity: Int) {
+        self.capacity = max(capacity, 16)
+        base = UnsafeMutableRawPointer.allocate(byteCount: self.capacity, alignment: 8)
+    }
+
+    func deallocate() { base.deallocate() }
+
+    /// The bytes written, valid until the next change.
+    var bytes: UnsafeRawBufferPointer { UnsafeRawBufferPointer(start: base, count: count) }
+
+    /// Forgets the bytes written (the memory stays).
+    @inline(__always)
+    mutating func removeAll() { count = 0 }
+
+    /// Makes room for `extra` more bytes.
+    @inline(__always)
+    mutating func reserve(_ extra: Int) {
+        if count + extra > capacity { grow(to: count + extra) }
+    }
+
+    private mutating func grow(to needed: Int) {
+        var newCapacity = capacity * 2
+        while newCapacity < needed { newCapacity *= 2 }
+        let newBase = UnsafeMutableRawPointer.allocate(byteCount: newCapacity, alignment: 8)
+        newBase.copyMemory(from: base, byteCount: count)
+        base.deallocate()
+        base = newBase
+        capacity = newCapacity
+    }
+
+    @inline(__always)
+    mutating func append(_ byte: UInt8) {
+        reserve(1)
+        base.storeBytes(of: byte, toByteOffset: count, as: UInt8.self)
+        count += 1
+    }
+
+    @inline(__always)
+    mutating func append(contentsOf raw: UnsafeBufferPointer<UInt8>) {
+        append(raw: UnsafeRawBufferPointer(raw))
+    }
+
+    @inline(__always)
+    mutating func append(raw: UnsafeRawBufferPointer) {
+        guard let source = raw.baseAddress, raw.count > 0 else { return }
+        reserve(raw.count)
+        (base + count).copyMemory(from: source, byteCount: raw.count)
+        count += raw.count
+    }
+
+    /// Sets a byte already written.
+    @inline(__always)
+    func set(_ byte: UInt8, at offset: Int) { base.storeBytes(of: byte, toByteOffset: offset, as: UInt8.self) }
+
+    /// Moves the end back or forward over bytes already reserved (writing a header in place).
+    @inline(__always)
+    mutating func setCount(_ newCount: Int) {
+        precondition(newCount <= capacity)
+        count = newCount
     }
 }

@@ -16,14 +16,14 @@ import StrataTestSupport
         let seed = SeededRandom.seed(default: 0x7E7)
         print("RetiredTreeTests seed \(seed)")
         var random = SeededRandom(seed: seed)
-        for (round, leavesPerBatch) in [1, 3, 50, 10_000].enumerated() {
+        for (round, (leavesPerBatch, overflowed)) in [(1, true), (3, true), (50, true), (10_000, true), (3, false), (10_000, false)].enumerated() {
             let fs = MemoryFileSystem()
             var store = try Self.open(fs)
             // Entity 1 (kept) and entity 2 (to retire): deep trees with overflowed records.
             try store.write { records in
                 for id in 1...400 as ClosedRange<UInt64> {
                     try records.tree(for: 1, schemaVersion: 1).insert(id, bytes: random.bytes(20 + Int(random.next() % 60)))
-                    let size = random.next() % 10 == 0 ? 700 + Int(random.next() % 900) : 30 + Int(random.next() % 120)
+                    let size = overflowed && random.next() % 10 == 0 ? 700 + Int(random.next() % 900) : 30 + Int(random.next() % 120)
                     try records.tree(for: 2, schemaVersion: 1).insert(id * 3, bytes: random.bytes(size))
                 }
             }
@@ -40,6 +40,7 @@ import StrataTestSupport
             }()
             #expect(before > withoutTwo + 50, "entity 2 spans many pages (round \(round))")
 
+            let retiredRoot = try store.snapshot().root.entities[2]?.tree.rootPageID ?? 0
             try store.write { records in
                 records.beginMigration(fromCatalogVersion: 1, stage: 0, targetChecksum: [UInt8](repeating: 0, count: 32))
                 let tree = try #require(try records.retire(records.snapshotRoot(of: 2)))
@@ -47,11 +48,15 @@ import StrataTestSupport
                 records.forgetEntity(2)
             }
             var batches = 0
-            while try !store.write({ try $0.freeRetiredTrees(maximumLeaves: leavesPerBatch) }) {
+            // A tree without overflowed records may be declared so: its leaves are freed unread
+            // (until a reopen forgets it, as a resumed migration does), to the same end.
+            var withoutOverflow: Set<UInt64> = overflowed ? [] : [retiredRoot]
+            while try !store.write({ try $0.freeRetiredTrees(maximumLeaves: leavesPerBatch, withoutOverflow: withoutOverflow) }) {
                 batches += 1
                 if batches % 4 == 0 {  // a reopen between batches: the marker carries the progress
                     try store.log.close()
                     store = try Self.open(fs)
+                    withoutOverflow = []
                 }
                 #expect(batches < 10_000)
             }

@@ -191,6 +191,36 @@ import StrataTestSupport
         ContainerKeeper.kept.removeAll()
     }
 
+    /// A type whose properties come in one fixed order that is not the ids' (a property a later
+    /// version added, declared first): a session learns the order from the first record and
+    /// looks names up through it. Runs of records in one order, then another, with names
+    /// missing, nils and repeats now and then, give the bytes of a fresh encoder — as arrays
+    /// and in place.
+    @Test func sessionsLearningAFixedOrderMatchFreshEncoders() throws {
+        let seed = SeededRandom.seed(default: 0x0DE5)
+        print("RecordDirectCodingTests.sessionsLearningAFixedOrderMatchFreshEncoders seed: \(seed)")
+        var random = SeededRandom(seed: seed)
+        let layout = RecordLayout(attributes: (0..<9).map { ("a\($0)", UInt32($0 * 5 + 2), .null) })
+        let session = RecordEncodingSession(layout: layout), inPlace = RecordEncodingSession(layout: layout)
+        var order = Array(0..<9)
+        for round in 0..<2_000 {
+            if round % 200 == 0 { order.shuffle(using: &random) }  // a new fixed order for a while
+            var steps: [(name: String, value: Int64?)] = order.map { ("a\($0)", Int64(bitPattern: random.next()) >> 9) }
+            switch random.next() % 20 {
+            case 0: steps.remove(at: Int(random.next() % UInt64(steps.count)))  // a name left out
+            case 1: steps[Int(random.next() % UInt64(steps.count))].value = nil  // a nil
+            case 2: steps.append((steps[0].name, 7))  // a repeat, which wins
+            case 3: steps.append((steps[1].name, nil))  // a nil after a value: erases it
+            case 4: steps.insert(("a\(order[0])", 3), at: 1)  // a repeat out of place
+            default: break
+            }
+            let record = Scripted(steps: steps)
+            let expected = try encoder.encode(record, layout: layout)
+            #expect(try session.encode(record) == expected, "round \(round), seed \(seed)")
+            #expect(Array(try inPlace.encodeInPlace(record)) == expected, "round \(round), seed \(seed)")
+        }
+    }
+
     @Test func fieldsInAnyOrderEncodeCanonicallyAndTheLastValueWins() {
         let fields: [(id: UInt32, value: Value)] = [(9, .int(1)), (2, .string("a")), (9, .int(2)), (4, .bool(true)), (2, .null), (300, .double(1))]
         #expect(RecordCodec.encode(fields: fields) == RecordCodec.encode([9: .int(2), 2: .null, 4: .bool(true), 300: .double(1)]))

@@ -1,0 +1,283 @@
+import Dispatch
+import FoundationEssentials
+import Synchronization
+import StrataRecords
+
+/// Runs a pure transform's work — decode the old record, transform, encode the new one — for
+/// a streaming stage's batch on worker threads while the migration's thread reads the old
+/// records and writes the new ones (`RecordTransform.mapConcurrently`; Docs/Migrations.md,
+/// "Pure transforms on every core").
+///
+/// The migration's thread copies the batch's old records, in identifier order, into *chunks*
+/// of `chunkSize` records and submits each full one. A worker (or the migration's thread, when
+/// work piles up or it has nothing else to do) transforms a whole chunk, keeping each record's
+/// outcome — its new bytes, dropped, or the error thrown — in the chunk. The migration's
+/// thread delivers outcomes strictly in submission order, one record after another, exactly
+/// as the sequential loop would have met them: so inserts, quarantined records and the error
+/// that fails the stage are the same, in the same order, and every I/O call stays on the
+/// migration's thread. Chunks of one batch are all delivered before it commits.
+///
+/// Thread-safety (`@unchecked Sendable`): the queue is a `Mutex`. A chunk is filled by the
+/// migration's thread before it is submitted, transformed by the one thread that took it from
+/// the queue, and read back by the migration's thread after the queue marked it done — each
+/// hand-over passes through the mutex, which orders the accesses. The other stored properties
+/// are immutable or used by the migration's thread only. Workers run on Dispatch serial queues
+/// of their own (which always get a thread) from `init` to `shutDown()`, and wait on a
+/// semaphore between chunks.
+final class TransformPipeline: @unchecked Sendable {
+    /// Consecutive old records of a batch and, once transformed, their outcomes. Handed from
+    /// thread to thread through the queue only (see the type's thread-safety note).
+    final class Chunk: @unchecked Sendable {
+        /// The records' identifiers, and their old bytes back to back (`inputEnds[i]` ends record i).
+        // Used by one thread at a time (and no access overlaps another): no dynamic
+        // exclusivity checks.
+        @exclusivity(unchecked) var ids: [UInt64] = []
+        @exclusivity(unchecked) var input: [UInt8] = []
+        @exclusivity(unchecked) var inputEnds: [Int] = []
+        /// Each record's outcome; the new bytes of those written, back to back (`outputEnds[i]`
+        /// ends record i's, an empty range for the others).
+        @exclusivity(unchecked) var outcomes: [Outcome] = []
+        @exclusivity(unchecked) var output: [UInt8] = []
+        @exclusivity(unchecked) var outputEnds: [Int] = []
+
+        enum Outcome {
+            case written
+            case dropped
+            case failed(any Error)
+        }
+
+        var count: Int { ids.count }
+
+        func clear() {
+            ids.removeAll(keepingCapacity: true)
+            input.removeAll(keepingCapacity: true)
+            inputEnds.removeAll(keepingCapacity: true)
+        }
+    }
+
+    private struct Queue {
+        /// The batch's chunks, in submission order; `taken` of them were handed out.
+        var chunks: [Chunk] = []
+        var done: [Bool] = []
+        var taken = 0
+        /// Set by `shutDown()`: workers leave.
+        var stopping = false
+    }
+
+    /// Records per chunk: large enough that handing a chunk over (a lock, a semaphore) is
+    /// noise next to transforming it, small enough that a batch ends with little left to wait for.
+    static let chunkSize = 256
+
+    /// Worker threads for a machine with `cores` processors: every core but the migration's
+    /// thread's, at most three (the migration's thread must also read and write every record).
+    static func workerCount(cores: Int) -> Int {
+        let forced = forcedWorkerCount.load(ordering: .relaxed)
+        return forced >= 0 ? forced : max(0, min(cores - 1, 3))
+    }
+
+    /// Tests: the number of workers every pipeline gets from now on, whatever the cores (-1:
+    /// as the cores say). Results do not depend on it.
+    static let forcedWorkerCount = Atomic<Int>(-1)
+
+    private let queue = Mutex(Queue())
+    /// One signal per submitted chunk and per worker at shutdown; a worker that wakes to
+    /// nothing waits again.
+    private let available = DispatchSemaphore(value: 0)
+    /// Signalled after each chunk a worker finished; the migration's thread re-checks.
+    private let progress = DispatchSemaphore(value: 0)
+    /// Signalled by each worker as it leaves.
+    private let exited = DispatchSemaphore(value: 0)
+    private let apply: @Sendable (UnsafeRawBufferPointer, TransformEnvironment) throws -> UnsafeRawBufferPointer?
+    /// The migration's thread's environment.
+    private let environment: TransformEnvironment
+    private let workers: Int
+    private var isShutDown = false
+
+    // The migration's thread's own state.
+    /// The chunk being filled.
+    @exclusivity(unchecked) private var filling: Chunk
+    /// Chunks delivered and free for the next ones.
+    @exclusivity(unchecked) private var spare: [Chunk] = []
+    /// The next chunk of the batch to deliver.
+    @exclusivity(unchecked) private var head = 0
+
+    /// A pipeline running `apply` on `workers` threads, each with an environment `environment`
+    /// makes (called once per thread, and once for the migration's thread).
+    init(workers: Int, apply: @escaping @Sendable (UnsafeRawBufferPointer, TransformEnvironment) throws -> UnsafeRawBufferPointer?,
+         environment: () -> TransformEnvironment) {
+        self.apply = apply
+        self.workers = workers
+        self.environment = environment()
+        filling = Chunk()
+        for index in 0..<workers {
+            let box = EnvironmentBox(environment())
+            DispatchQueue(label: "strata.migration.transform-\(index)").async { [self] in work(box.environment) }
+        }
+    }
+
+    /// The environment of one worker, handed to its thread once.
+    private final class EnvironmentBox: @unchecked Sendable {
+        let environment: TransformEnvironment
+        init(_ environment: TransformEnvironment) { self.environment = environment }
+    }
+
+    /// Stops the workers and waits until they left: after the last batch, or when one failed
+    /// (a worker finishes the chunk it holds first; nothing it does touches the store). Must be
+    /// called: the workers hold the pipeline.
+    func shutDown() {
+        guard !isShutDown else { return }
+        isShutDown = true
+        queue.withLock { $0.stopping = true }
+        for _ in 0..<workers { available.signal() }
+        for _ in 0..<workers { exited.wait() }
+    }
+
+    /// Starts a batch (the previous one was delivered whole, or failed and the stage with it).
+    func begin() {
+        queue.withLock { queue in
+            for chunk in queue.chunks where chunk !== filling { spare.append(chunk) }
+            queue.chunks.removeAll(keepingCapacity: true)
+            queue.done.removeAll(keepingCapacity: true)
+            queue.taken = 0
+        }
+        head = 0
+        filling.clear()
+    }
+
+    /// Adds the batch's next old records (copied); `deliver` gets the outcomes of records whose
+    /// chunk is done, in order.
+    func add(_ run: RecordRun, deliver: Deliver) throws {
+        var done = 0
+        while done < run.count {
+            let chunk = filling
+            let part = run.slice(done..<min(run.count, done + Self.chunkSize - chunk.count))
+            let base = chunk.input.count
+            chunk.input.append(contentsOf: part.allBytes.assumingMemoryBound(to: UInt8.self))
+            for index in 0..<part.count {
+                chunk.ids.append(part.id(index))
+                chunk.inputEnds.append(base + part.end(index))
+            }
+            done += part.count
+            if chunk.count == Self.chunkSize {
+                submit()
+                try drain(waiting: false, deliver)
+            }
+        }
+    }
+
+    /// Delivers every outcome of the batch, transforming what no worker took yet.
+    func finish(deliver: Deliver) throws {
+        if filling.count > 0 { submit() }
+        try drain(waiting: true, deliver)
+    }
+
+    /// What the migration's thread does with one record's outcome: its identifier, its old
+    /// bytes, and its new bytes (nil: dropped) or the error the transform threw.
+    typealias Deliver = (UInt64, UnsafeRawBufferPointer, Result<UnsafeRawBufferPointer?, any Error>) throws -> Void
+
+    private func submit() {
+        let chunk = filling
+        filling = spare.popLast() ?? Chunk()
+        filling.clear()
+        queue.withLock { queue in
+            queue.chunks.append(chunk)
+            queue.done.append(false)
+        }
+        available.signal()
+    }
+
+    /// Delivers the chunks at the head that are done. Not `waiting` (the batch is still being
+    /// read): also transforms the oldest chunk no worker took when two or more wait, so the
+    /// workers never fall far behind. `waiting` (the batch was read): transforms every chunk
+    /// no worker took and waits for the others, until all are delivered.
+    private func drain(waiting: Bool, _ deliver: Deliver) throws {
+        enum Step { case deliver(Chunk), run(Chunk, Int), wait, stop }
+        while true {
+            let step = queue.withLock { queue -> Step in
+                if head < queue.chunks.count && queue.done[head] { return .deliver(queue.chunks[head]) }
+                if queue.taken < queue.chunks.count && (waiting || queue.chunks.count - queue.taken >= 2) {
+                    queue.taken += 1
+                    return .run(queue.chunks[queue.taken - 1], queue.taken - 1)
+                }
+                return waiting && head < queue.chunks.count ? .wait : .stop
+            }
+            switch step {
+            case .deliver(let chunk):
+                head += 1
+                try deliverOutcomes(of: chunk, deliver)
+            case .run(let chunk, let index):
+                transform(chunk, environment)
+                queue.withLock { $0.done[index] = true }
+            case .wait:
+                progress.wait()
+            case .stop:
+                return
+            }
+        }
+    }
+
+    private func deliverOutcomes(of chunk: Chunk, _ deliver: Deliver) throws {
+        try chunk.input.withUnsafeBytes { input in
+            try chunk.output.withUnsafeBytes { output in
+                var inputStart = 0, outputStart = 0
+                for index in 0..<chunk.count {
+                    let old = UnsafeRawBufferPointer(rebasing: input[inputStart..<chunk.inputEnds[index]])
+                    let outcome: Result<UnsafeRawBufferPointer?, any Error>
+                    switch chunk.outcomes[index] {
+                    case .written: outcome = .success(UnsafeRawBufferPointer(rebasing: output[outputStart..<chunk.outputEnds[index]]))
+                    case .dropped: outcome = .success(nil)
+                    case .failed(let error): outcome = .failure(error)
+                    }
+                    try deliver(chunk.ids[index], old, outcome)
+                    inputStart = chunk.inputEnds[index]
+                    outputStart = chunk.outputEnds[index]
+                }
+            }
+        }
+    }
+
+    /// Transforms every record of `chunk` with `environment` (on whichever thread took it).
+    private func transform(_ chunk: Chunk, _ environment: TransformEnvironment) {
+        chunk.outcomes.removeAll(keepingCapacity: true)
+        chunk.output.removeAll(keepingCapacity: true)
+        chunk.outputEnds.removeAll(keepingCapacity: true)
+        chunk.input.withUnsafeBytes { input in
+            var start = 0
+            for index in 0..<chunk.count {
+                let old = UnsafeRawBufferPointer(rebasing: input[start..<chunk.inputEnds[index]])
+                do {
+                    if let new = try apply(old, environment) {
+                        chunk.output.append(contentsOf: new.assumingMemoryBound(to: UInt8.self))
+                        chunk.outcomes.append(.written)
+                    } else {
+                        chunk.outcomes.append(.dropped)
+                    }
+                } catch {
+                    chunk.outcomes.append(.failed(error))
+                }
+                chunk.outputEnds.append(chunk.output.count)
+                start = chunk.inputEnds[index]
+            }
+        }
+    }
+
+    /// A worker's loop: take the oldest chunk nobody took, transform it, mark it done; leave
+    /// at shutdown.
+    private func work(_ environment: TransformEnvironment) {
+        while true {
+            available.wait()
+            let next = queue.withLock { queue -> (chunk: Chunk, index: Int)?? in
+                if queue.stopping { return .some(nil) }
+                guard queue.taken < queue.chunks.count else { return nil }
+                queue.taken += 1
+                return (queue.chunks[queue.taken - 1], queue.taken - 1)
+            }
+            guard let next else { continue }  // the migration's thread took it
+            guard let (chunk, index) = next else { break }
+            transform(chunk, environment)
+            queue.withLock { $0.done[index] = true }
+            progress.signal()
+        }
+        exited.signal()
+    }
+}
