@@ -95,6 +95,9 @@ extension RecordTransaction {
             _ = try pruneHistory(maximumParts: max(Self.minimumPrunedParts, 2 * Int(history.partsWritten)))
             journal = root.history ?? journal
         } else if recordsChanged {
+            guard journal.nextToken < HistoryRoot.maximumToken else {
+                throw RecordTreeError.invalidRecord(entityID: Self.historyEntityID, recordID: journal.nextToken, reason: "history tokens exhausted")
+            }
             journal.horizon = journal.nextToken
             journal.nextToken += 1
             journal.hasStaleEntries = journal.tree.count > 0
