@@ -414,6 +414,8 @@ struct MigrationRunner {
                 var count = 0, bytesRead: UInt64 = 0
                 try translatingErrors {
                     try records.write { transaction in
+                        // A batch writes hundreds of leaves: all compressed on the frame pipeline.
+                        transaction.pipelinesEveryPage()
                         let tree = transaction.shadowTree(for: target, schemaVersion: newBinding.versionID)
                         transaction.updateMigration { marker in
                             if let next = marker.shadows[target]?.nextRowID, next < sourceNext { marker.shadows[target]?.nextRowID = sourceNext }

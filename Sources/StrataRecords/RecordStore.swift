@@ -127,6 +127,12 @@ package struct RecordSnapshot: Sendable {
 /// One write transaction of a `RecordStore`. Not thread-safe; use inside the body only.
 package final class RecordTransaction {
     let transaction: WriteTransaction
+
+    /// Every page this transaction writes goes through the page log's frame pipeline
+    /// (`WriteTransaction.pipelinesEveryPage`): for one that will write many (a migration's
+    /// batch). Call before anything is written.
+    package func pipelinesEveryPage() { transaction.pipelinesEveryPage() }
+
     let options: RecordTreeOptions
     var root: StoreRoot
     var trees: [UInt32: RecordTreeWriter] = [:]
