@@ -56,8 +56,8 @@ final class TransformPipeline: @unchecked Sendable {
     }
 
     private struct Queue {
-        /// The batch's chunks, in submission order. Workers take them from the front, the
-        /// migration's thread from the back: `chunks[front..<back]` were handed to no one.
+        /// The batch's chunks, in submission order; `chunks[front..<back]` were handed to no
+        /// one (`back` is their count: chunks are taken in order).
         var chunks: [Chunk] = []
         var done: [Bool] = []
         var front = 0
@@ -194,11 +194,9 @@ final class TransformPipeline: @unchecked Sendable {
     }
 
     /// Delivers the chunks at the head that are done. Not `waiting` (the batch is still being
-    /// read): only those. `waiting` (the batch was read): until all are delivered — and when
-    /// none is ready to deliver, rather than wait, transforms the last chunk no worker took.
-    /// So the migration's thread, which alone reads and writes, transforms only when it would
-    /// otherwise be idle, from the back while the workers go from the front; whichever thread
-    /// gets there first, every chunk is transformed once and delivered in order.
+    /// read): also transforms the oldest chunk no worker took when `backlogHelped` wait, so
+    /// the workers never fall far behind. `waiting` (the batch was read): transforms every
+    /// chunk no worker took and waits for the others, until all are delivered.
     private func drain(waiting: Bool, _ deliver: Deliver) throws {
         enum Step { case deliver(Chunk), run(Chunk, Int), wait, stop }
         while true {
