@@ -49,6 +49,7 @@ public struct RecordTransform {
     }
 
     /// Rewrites each record of `Old`'s entity as a `New` (nil drops it).
+    @inlinable
     public static func map<Old: PersistentRecord, New: PersistentRecord>(
         _ old: Old.Type, to new: New.Type, _ transform: @escaping (Old) throws -> New?
     ) -> RecordTransform {
@@ -58,12 +59,18 @@ public struct RecordTransform {
     /// Rewrites each record of `Old`'s entity as a `New` (nil drops it); the transform may also
     /// insert records of other entities of the new version through `writer` (moving data into
     /// a new entity).
+    @inlinable
     public static func map<Old: PersistentRecord, New: PersistentRecord>(
         _ old: Old.Type, to new: New.Type, _ transform: @escaping (Old, MigrationWriter) throws -> New?
     ) -> RecordTransform {
-        RecordTransform(sourceEntity: Old.entityName, targetEntity: New.entityName, apply: { bytes, environment in
-            try rewrite(bytes, environment) { try transform($0, environment.writer) }
-        })
+        // Inlined, so the closure calling `transform` is specialized in the caller's module:
+        // the library's generic code never handles a `New?` (its type metadata cost a lookup
+        // per record).
+        _sequential(old, new) { record, writer, encode in
+            guard let result = try transform(record, writer) else { return false }
+            try encode(result)
+            return true
+        }
     }
 
     /// Rewrites each record of `Old`'s entity as a `New` (nil drops it), as ``map(_:to:_:)-(_,_,(Old)->New?)``
@@ -94,27 +101,54 @@ public struct RecordTransform {
     ///     return SchemaV2.Person(lastName: parts.first ?? "", firstName: parts.count > 1 ? parts[1] : "")
     /// }
     /// ```
+    @inlinable
     public static func mapConcurrently<Old: PersistentRecord & SendableMetatype, New: PersistentRecord & SendableMetatype>(
         _ old: Old.Type, to new: New.Type, _ transform: @escaping @Sendable (Old) throws -> New?
     ) -> RecordTransform {
-        RecordTransform(sourceEntity: Old.entityName, targetEntity: New.entityName, concurrentApply: { bytes, environment in
-            try rewrite(bytes, environment) { try transform($0) }
+        _concurrent(old, new) { record, encode in
+            guard let result = try transform(record) else { return false }
+            try encode(result)
+            return true
+        }
+    }
+
+    /// `map`'s transform, as its inlined body hands it over: `body` transforms the record and
+    /// passes the result to its encoding callback, returning false for a dropped record.
+    @usableFromInline
+    static func _sequential<Old: PersistentRecord, New: PersistentRecord>(
+        _: Old.Type, _: New.Type, _ body: @escaping (Old, MigrationWriter, (New) throws -> Void) throws -> Bool
+    ) -> RecordTransform {
+        RecordTransform(sourceEntity: Old.entityName, targetEntity: New.entityName, apply: { bytes, environment in
+            try rewrite(bytes, environment) { try body($0, environment.writer, $1) }
         })
     }
 
-    /// One record's rewrite: `bytes` decoded as `Old`, transformed, the result encoded into
-    /// `environment`'s session (nil: the transform dropped the record).
+    /// `mapConcurrently`'s transform, as `_sequential`'s.
+    @usableFromInline
+    static func _concurrent<Old: PersistentRecord & SendableMetatype, New: PersistentRecord & SendableMetatype>(
+        _: Old.Type, _: New.Type, _ body: @escaping @Sendable (Old, (New) throws -> Void) throws -> Bool
+    ) -> RecordTransform {
+        RecordTransform(sourceEntity: Old.entityName, targetEntity: New.entityName, concurrentApply: { bytes, environment in
+            try rewrite(bytes, environment, body)
+        })
+    }
+
+    /// One record's rewrite: `bytes` decoded as `Old` and handed to `body`, which passes the
+    /// new record to be encoded into `environment`'s session, or drops it (nil).
     private static func rewrite<Old: PersistentRecord, New: PersistentRecord>(
-        _ bytes: UnsafeRawBufferPointer, _ environment: TransformEnvironment, _ transform: (Old) throws -> New?
+        _ bytes: UnsafeRawBufferPointer, _ environment: TransformEnvironment, _ body: (Old, (New) throws -> Void) throws -> Bool
     ) throws -> UnsafeRawBufferPointer? {
         let record: Old
-        do { record = try environment.old.decode(Old.self, from: bytes, layout: environment.oldLayout) } catch {
+        do { record = try environment.old.decode(Old.self, from: bytes, session: environment.decoding) } catch {
             throw StrataError.recordCoding(reason: "reading \(Old.entityName) as \(Old.self) of the old version: \(error)")
         }
-        guard let result = try transform(record) else { return nil }
-        do { return try environment.new.encodeInPlace(result, with: environment.session) } catch {
-            throw StrataError.recordCoding(reason: "writing \(New.self) of the new version: \(error)")
+        var encoded = UnsafeRawBufferPointer(start: nil, count: 0)
+        let kept = try body(record) { result in
+            do { encoded = try environment.new.encodeInPlace(result, with: environment.session) } catch {
+                throw StrataError.recordCoding(reason: "writing \(New.self) of the new version: \(error)")
+            }
         }
+        return kept ? encoded : nil
     }
 }
 
@@ -124,10 +158,21 @@ public struct RecordTransform {
 struct TransformEnvironment {
     let old: SchemaBinding
     let oldLayout: RecordLayout
+    /// Decodes the old records with `oldLayout`, reusing its state.
+    let decoding: RecordDecodingSession
     let new: SchemaBinding
     /// Encodes the new records with the target entity's layout, reusing its state and buffer.
     let session: RecordEncodingSession
     let writer: MigrationWriter
+
+    init(old: SchemaBinding, oldLayout: RecordLayout, new: SchemaBinding, session: RecordEncodingSession, writer: MigrationWriter) {
+        self.old = old
+        self.oldLayout = oldLayout
+        decoding = RecordDecodingSession(layout: oldLayout)
+        self.new = new
+        self.session = session
+        self.writer = writer
+    }
 }
 
 /// Inserts records of the new version from inside a ``RecordTransform`` — into an entity the

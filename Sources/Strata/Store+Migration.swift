@@ -1,3 +1,4 @@
+import Dispatch
 import FoundationEssentials
 import StrataIO
 import StrataPageLog
@@ -403,6 +404,19 @@ struct MigrationRunner {
                 }
             }
             defer { pipeline?.shutDown() }
+            // Each batch is made durable while the next one runs, which waits for it before it
+            // commits: at most one batch is ever committed and not yet durable (a crash then
+            // resumes after the batch before, as a crash during that batch's commit would).
+            let durability = DeferredSync()
+            defer { try? durability.wait() }  // never leave a sync running: undoing closes and cuts the log
+            var undurable: (records: Int, bytes: UInt64)?  // the last batch, committed, not reported
+            func reportDurable() {
+                guard let batch = undurable else { return }
+                undurable = nil
+                meter.recordsDone += UInt64(batch.records)
+                meter.bytesDone += batch.bytes
+                meter.report()
+            }
             while true {
                 // One batch: the old records after the cursor, read from the snapshot (the old
                 // trees never change during a stage) inside the write transaction that puts
@@ -412,8 +426,10 @@ struct MigrationRunner {
                 if shadow?.isDone == true { break }
                 let sourceNext = snapshot.root.entities[source]?.nextRowID ?? 1
                 var count = 0, bytesRead: UInt64 = 0
-                try translatingErrors {
-                    try records.write { transaction in
+                let commitEnd = try translatingErrors {
+                    try records.writeDeferringSync { transaction in
+                        // A batch writes hundreds of leaves: all compressed on the frame pipeline.
+                        transaction.pipelinesEveryPage()
                         let tree = transaction.shadowTree(for: target, schemaVersion: newBinding.versionID)
                         transaction.updateMigration { marker in
                             if let next = marker.shadows[target]?.nextRowID, next < sourceNext { marker.shadows[target]?.nextRowID = sourceNext }
@@ -467,12 +483,15 @@ struct MigrationRunner {
                             if count > 0 { marker.shadows[target]?.cursor = last }
                             if count < batchSize { marker.shadows[target]?.isDone = true }
                         }
-                    }
+                        try durability.wait()  // the batch before is durable before this one commits
+                    }.commitEnd
                 }
-                meter.recordsDone += UInt64(count)
-                meter.bytesDone += bytesRead
-                meter.report()
+                reportDurable()
+                undurable = (count, bytesRead)
+                if let commitEnd { durability.start(records.log, upTo: commitEnd) }
             }
+            try translatingErrors { try durability.wait() }
+            reportDurable()
             if readsWhole && !sawOverflow { withoutOverflow.insert(sourceRoot) }
         }
         return (newBinding.version, withoutOverflow)
@@ -648,5 +667,39 @@ final class ProgressMeter {
         progress.isStageFinished = true
         self.progress = progress
         callback(progress)
+    }
+}
+
+/// Makes a migration batch's commit durable on a thread of its own while the migration's
+/// thread goes on with the next batch (`PageLog.sync(upTo:exactly:)`: the durable position
+/// later commits record is the one a synchronous sync would have left, so the bytes written do
+/// not depend on the timing).
+///
+/// Thread-safety (`@unchecked Sendable`): `pending` is the migration's thread's; `failure` is
+/// written by the sync before it signals and read after the wait, which orders the two.
+private final class DeferredSync: @unchecked Sendable {
+    private let queue = DispatchQueue(label: "strata.migration.sync")
+    private let finished = DispatchSemaphore(value: 0)
+    private var pending = false
+    private var failure: (any Error)?
+
+    /// Starts making `log` durable up to `position`.
+    func start(_ log: PageLog, upTo position: LogPosition) {
+        pending = true
+        queue.async { [self] in
+            do { try log.sync(upTo: position, exactly: true) } catch { failure = error }
+            finished.signal()
+        }
+    }
+
+    /// Waits for the sync started last, if one is running; throws what it threw.
+    func wait() throws {
+        guard pending else { return }
+        pending = false
+        finished.wait()
+        if let error = failure {
+            failure = nil
+            throw error
+        }
     }
 }

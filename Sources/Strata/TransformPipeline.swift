@@ -56,10 +56,12 @@ final class TransformPipeline: @unchecked Sendable {
     }
 
     private struct Queue {
-        /// The batch's chunks, in submission order; `taken` of them were handed out.
+        /// The batch's chunks, in submission order; `chunks[front..<back]` were handed to no
+        /// one (`back` is their count: chunks are taken in order).
         var chunks: [Chunk] = []
         var done: [Bool] = []
-        var taken = 0
+        var front = 0
+        var back = 0
         /// Set by `shutDown()`: workers leave.
         var stopping = false
     }
@@ -100,6 +102,9 @@ final class TransformPipeline: @unchecked Sendable {
     @exclusivity(unchecked) private var spare: [Chunk] = []
     /// The next chunk of the batch to deliver.
     @exclusivity(unchecked) private var head = 0
+    /// While it reads a batch, the migration's thread transforms a chunk itself when this many
+    /// wait for a worker.
+    static let backlogHelped = 2
 
     /// A pipeline running `apply` on `workers` threads, each with an environment `environment`
     /// makes (called once per thread, and once for the migration's thread).
@@ -138,7 +143,8 @@ final class TransformPipeline: @unchecked Sendable {
             for chunk in queue.chunks where chunk !== filling { spare.append(chunk) }
             queue.chunks.removeAll(keepingCapacity: true)
             queue.done.removeAll(keepingCapacity: true)
-            queue.taken = 0
+            queue.front = 0
+            queue.back = 0
         }
         head = 0
         filling.clear()
@@ -182,22 +188,23 @@ final class TransformPipeline: @unchecked Sendable {
         queue.withLock { queue in
             queue.chunks.append(chunk)
             queue.done.append(false)
+            queue.back = queue.chunks.count  // nothing is taken from the back while chunks come
         }
         available.signal()
     }
 
     /// Delivers the chunks at the head that are done. Not `waiting` (the batch is still being
-    /// read): also transforms the oldest chunk no worker took when two or more wait, so the
-    /// workers never fall far behind. `waiting` (the batch was read): transforms every chunk
-    /// no worker took and waits for the others, until all are delivered.
+    /// read): also transforms the oldest chunk no worker took when `backlogHelped` wait, so
+    /// the workers never fall far behind. `waiting` (the batch was read): transforms every
+    /// chunk no worker took and waits for the others, until all are delivered.
     private func drain(waiting: Bool, _ deliver: Deliver) throws {
         enum Step { case deliver(Chunk), run(Chunk, Int), wait, stop }
         while true {
             let step = queue.withLock { queue -> Step in
                 if head < queue.chunks.count && queue.done[head] { return .deliver(queue.chunks[head]) }
-                if queue.taken < queue.chunks.count && (waiting || queue.chunks.count - queue.taken >= 2) {
-                    queue.taken += 1
-                    return .run(queue.chunks[queue.taken - 1], queue.taken - 1)
+                if queue.front < queue.back && (waiting || queue.back - queue.front >= Self.backlogHelped) {
+                    queue.front += 1
+                    return .run(queue.chunks[queue.front - 1], queue.front - 1)
                 }
                 return waiting && head < queue.chunks.count ? .wait : .stop
             }
@@ -268,9 +275,9 @@ final class TransformPipeline: @unchecked Sendable {
             available.wait()
             let next = queue.withLock { queue -> (chunk: Chunk, index: Int)?? in
                 if queue.stopping { return .some(nil) }
-                guard queue.taken < queue.chunks.count else { return nil }
-                queue.taken += 1
-                return (queue.chunks[queue.taken - 1], queue.taken - 1)
+                guard queue.front < queue.back else { return nil }
+                queue.front += 1
+                return (queue.chunks[queue.front - 1], queue.front - 1)
             }
             guard let next else { continue }  // the migration's thread took it
             guard let (chunk, index) = next else { break }

@@ -206,7 +206,30 @@ package final class PageLog: Sendable {
     /// `compact` from inside `body` (it would wait for itself). Pages written are spilled to the
     /// log as the write buffer fills, so a transaction may be larger than memory.
     package func write<T>(durability: Durability = .durable, _ body: (WriteTransaction) throws -> T) throws -> T {
-        let (result, commitEnd): (T, LogPosition?) = try writerLock.withLock { _ in
+        let (result, commitEnd) = try commit(body)
+        if let commitEnd {
+            if durability == .durable || unsyncedBytes(before: commitEnd) >= UInt64(options.relaxedSyncBytes) {
+                try sync(upTo: commitEnd)
+            }
+            scheduleCompactionIfNeeded()
+        }
+        return result
+    }
+
+    /// Runs `body` as one write transaction, as `write` does, and commits it without making it
+    /// durable: returns where the commit ends (nil when nothing was committed), for
+    /// `sync(upTo:exactly: true)` — on another thread while the caller goes on with the next
+    /// transaction (a migration's batches; group commit lets it append meanwhile). The caller
+    /// must not treat the commit as durable before that sync returned.
+    package func writeDeferringSync<T>(_ body: (WriteTransaction) throws -> T) throws -> (result: T, commitEnd: LogPosition?) {
+        let (result, commitEnd) = try commit(body)
+        if commitEnd != nil { scheduleCompactionIfNeeded() }
+        return (result, commitEnd)
+    }
+
+    /// `write`'s transaction and commit, under the writer lock.
+    private func commit<T>(_ body: (WriteTransaction) throws -> T) throws -> (T, LogPosition?) {
+        try writerLock.withLock { _ in
             try checkWritable()
             let transaction = WriteTransaction(log: self, writer: writer, lsn: writer.nextLSN)
             writer.nextLSN += 1
@@ -220,13 +243,6 @@ package final class PageLog: Sendable {
             let end = try transaction.commit()
             return (result, end)
         }
-        if let commitEnd {
-            if durability == .durable || unsyncedBytes(before: commitEnd) >= UInt64(options.relaxedSyncBytes) {
-                try sync(upTo: commitEnd)
-            }
-            scheduleCompactionIfNeeded()
-        }
-        return result
     }
 
     /// Writes a checkpoint now: the changed page table chunks, a checkpoint root, then the
@@ -290,15 +306,19 @@ package final class PageLog: Sendable {
     }
 
     /// Makes the log durable at least up to `position` (group commit: a caller whose commit
-    /// was covered by another caller's sync returns without syncing).
-    func sync(upTo position: LogPosition) throws {
+    /// was covered by another caller's sync returns without syncing). The durable position
+    /// (which later commit records carry, invariant 8) becomes everything flushed before the
+    /// sync — or, `exactly`, no more than `position`: a sync made while the next transaction
+    /// is already writing then claims what it would have claimed before that transaction
+    /// began, so the bytes written do not depend on the timing (a migration's deferred syncs).
+    package func sync(upTo position: LogPosition, exactly: Bool = false) throws {
         try syncLock.withLock { _ in
             if durable.withLock({ $0 }) >= position { return }
             try checkWritableIgnoringClose()
             let (file, flushed) = shared.withLock { ($0.flushedFile, $0.flushedPosition) }
             try io { try file.sync() }
             segmentSyncs.add(1, ordering: .relaxed)
-            durable.withLock { $0 = max($0, flushed) }
+            durable.withLock { $0 = max($0, exactly ? min(flushed, position) : flushed) }
         }
     }
 

@@ -56,7 +56,7 @@ extension Snapshot {
     /// verifies it (checksum, page id, LSN); false when the snapshot has no such page. (Not
     /// generic: no type metadata per call on the point-read path.)
     /// - Throws: `PageLogError.corruption` when the frame fails verification; I/O errors.
-    func withVerifiedFrame(_ pageID: UInt64, mapped: Bool = true,
+    func withVerifiedFrame(_ pageID: UInt64, mapped: Bool = true, window: ReadWindow? = nil,
                            _ body: (FrameHeader, UnsafeRawBufferPointer, _ path: String, _ offset: UInt64) throws -> Void) throws -> Bool {
         let location = table[pageID]
         guard !location.isNone else { return false }
@@ -73,8 +73,9 @@ extension Snapshot {
                 try PageLog.checkPageFrame(header, pageID: pageID, location: location, path: file.path)
                 try body(header, stored, file.path, offset)
             }
-            return mapped && mayMap(location) ? try file.withBytes(at: offset, count: Int(location.length), verify)
-                          : try file.withBytesRead(at: offset, count: Int(location.length), verify)
+            if mapped && mayMap(location) { return try file.withBytes(at: offset, count: Int(location.length), verify) }
+            if let window { return try window.withBytes(file, segment: segment, offset: offset, count: Int(location.length), verify) }
+            return try file.withBytesRead(at: offset, count: Int(location.length), verify)
         }
         guard read != nil else {
             throw PageLogError.corruption(file: file.path, offset: offset, reason: "frame of \(location.length) bytes cut short at end of file")

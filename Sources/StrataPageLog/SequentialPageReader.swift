@@ -14,11 +14,14 @@ package final class SequentialPageReader {
     /// mapped into the process).
     package let mapped: Bool
     private var payload: [UInt8] = []
+    /// Frames read ahead, when not mapped.
+    private let window: ReadWindow?
 
     /// A reader of `snapshot`'s pages.
     package init(_ snapshot: Snapshot, mapped: Bool = true) {
         self.snapshot = snapshot
         self.mapped = mapped
+        window = mapped ? nil : ReadWindow()
     }
 
     /// Calls `body` with the page's bytes and returns what it returns; nil when the snapshot has
@@ -26,7 +29,7 @@ package final class SequentialPageReader {
     /// - Throws: `PageLogError.corruption` when the frame fails verification; I/O errors.
     package func withPage<T>(_ pageID: UInt64, _ body: (UnsafeRawBufferPointer) throws -> T) throws -> T? {
         var result: T?
-        let present = try snapshot.withVerifiedFrame(pageID, mapped: mapped) { header, stored, path, offset in
+        let present = try snapshot.withVerifiedFrame(pageID, mapped: mapped, window: window) { header, stored, path, offset in
             switch header.codec {
             case .none:
                 result = try body(stored)
@@ -43,5 +46,49 @@ package final class SequentialPageReader {
             }
         }
         return present ? result : nil
+    }
+}
+
+/// Log bytes read ahead for a scan that reads with `pread` (a migration's pass over a whole
+/// tree): a tree written in key order has its leaves one after another in a segment, so one
+/// read of `size` bytes brings the next frames too, instead of one system call per frame. A
+/// frame that does not start shortly after the previous one is read alone, so a scattered
+/// tree reads no more than before.
+///
+/// Only bytes of frames a snapshot names are ever served, and those were written whole before
+/// the snapshot was taken, so nothing read ahead can be stale. Not thread-safe; one per reader.
+final class ReadWindow {
+    /// Bytes read at once.
+    static let size = 128 << 10
+    /// How far past the previous frame's end a frame may start and still be read ahead.
+    static let reach: UInt64 = 64 << 10
+
+    private let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: ReadWindow.size, alignment: 16)
+    /// The segment, file offset and length of the bytes in `buffer` (none: `segment` is nil).
+    private var segment: UInt64?
+    private var start: UInt64 = 0
+    private var count = 0
+    /// Where the previous frame asked for ended.
+    private var previousEnd: (segment: UInt64, offset: UInt64)?
+
+    deinit { buffer.deallocate() }
+
+    /// Calls `body` with the `count` bytes at `offset` of `file` (segment `segment`) — from
+    /// the bytes read ahead when they hold them, else read (ahead, when they follow the
+    /// previous ones) — and returns what it returns; nil when the file ends first.
+    func withBytes<T>(_ file: any StorageFile, segment: UInt64, offset: UInt64, count length: Int,
+                      _ body: (UnsafeRawBufferPointer) throws -> T) throws -> T? {
+        defer { previousEnd = (segment, offset + UInt64(length)) }
+        if self.segment != segment || offset < start || offset + UInt64(length) > start + UInt64(count) {
+            let sequential = previousEnd.map { $0.segment == segment && offset >= $0.offset && offset - $0.offset <= Self.reach } ?? false
+            guard sequential, length <= buffer.count else { return try file.withBytesRead(at: offset, count: length, body) }
+            self.segment = nil
+            count = try file.read(into: buffer, at: offset)
+            self.segment = segment
+            start = offset
+            guard count >= length else { return nil }
+        }
+        let from = Int(offset - start)
+        return try body(UnsafeRawBufferPointer(rebasing: buffer[from..<(from + length)]))
     }
 }

@@ -35,6 +35,18 @@ package final class WriteTransaction {
     /// Whether page writes past the threshold go through the frame pipeline: the option is on
     /// and both the worker and the writer have a reusable LZ4 state (so both compress alike).
     private let usesPipeline: Bool
+    /// Page writes made before the frame pipeline takes over: `framePipelineThreshold`, or 0
+    /// for a transaction known to write many pages (`pipelinesEveryPage`).
+    private var pipelineThreshold: Int
+
+    /// Makes every page write of this transaction go through the frame pipeline (when it is
+    /// used), not only those past `framePipelineThreshold`: for a transaction that will write
+    /// many pages (a migration's batch), whose first ones would otherwise be compressed on the
+    /// caller's thread. The same bytes either way (invariant 24); pages written before the
+    /// call were written as usual.
+    package func pipelinesEveryPage() {
+        pipelineThreshold = 0
+    }
 
     init(log: PageLog, writer: LogWriter, lsn: UInt64) {
         self.log = log
@@ -43,6 +55,7 @@ package final class WriteTransaction {
         startNextPageID = writer.nextPageID
         startPosition = writer.endPosition
         usesPipeline = log.options.framePipeline && log.framePipeline.isAvailable && writer.compressor != nil
+        pipelineThreshold = log.options.framePipelineThreshold
     }
 
     /// A fresh page id (a freed one when available). It holds no page until written.
@@ -89,7 +102,7 @@ package final class WriteTransaction {
         }
         let compress = compress ?? log.options.compression
         pageWrites += 1
-        if usesPipeline && pageWrites > log.options.framePipelineThreshold {
+        if usesPipeline && pageWrites > pipelineThreshold {
             try submit(FrameJob(pageID: pageID, lsn: lsn, entityID: entityID, schemaVersion: schemaVersion,
                                 payload: owned ?? [UInt8](bytes), compress: compress))
             return
@@ -177,7 +190,7 @@ package final class WriteTransaction {
             inFlight.removeAll()
             inFlightHead = 0
             inFlightBytes = 0
-            if usesPipeline && pageWrites > log.options.framePipelineThreshold {
+            if usesPipeline && pageWrites > pipelineThreshold {
                 log.framePipeline.waitUntilIdle()
             }
         }

@@ -52,14 +52,25 @@ package final class RecordStore: Sendable {
 
     /// Runs `body` as one atomic transaction over any number of entities.
     package func write<T>(durability: Durability = .durable, _ body: (RecordTransaction) throws -> T) throws -> T {
-        let result = try log.write(durability: durability) { transaction in
-            let root = try Self.root(transaction.read(StoreRoot.pageID, mapped: false), pageID: StoreRoot.pageID)
-            let records = RecordTransaction(transaction: transaction, root: root, options: treeOptions)
-            let result = try body(records)
-            try records.finish()
-            return result
-        }
+        let result = try log.write(durability: durability) { try run(body, in: $0) }
         didCommit()
+        return result
+    }
+
+    /// `write`, committed without waiting for durability (`PageLog.writeDeferringSync`):
+    /// returns where the commit ends, for `log.sync(upTo:exactly: true)` later.
+    package func writeDeferringSync<T>(_ body: (RecordTransaction) throws -> T) throws -> (result: T, commitEnd: LogPosition?) {
+        let committed = try log.writeDeferringSync { try run(body, in: $0) }
+        didCommit()
+        return committed
+    }
+
+    /// `body` on a record transaction over `transaction`, whose root it writes when done.
+    private func run<T>(_ body: (RecordTransaction) throws -> T, in transaction: WriteTransaction) throws -> T {
+        let root = try Self.root(transaction.read(StoreRoot.pageID, mapped: false), pageID: StoreRoot.pageID)
+        let records = RecordTransaction(transaction: transaction, root: root, options: treeOptions)
+        let result = try body(records)
+        try records.finish()
         return result
     }
 
@@ -127,6 +138,12 @@ package struct RecordSnapshot: Sendable {
 /// One write transaction of a `RecordStore`. Not thread-safe; use inside the body only.
 package final class RecordTransaction {
     let transaction: WriteTransaction
+
+    /// Every page this transaction writes goes through the page log's frame pipeline
+    /// (`WriteTransaction.pipelinesEveryPage`): for one that will write many (a migration's
+    /// batch). Call before anything is written.
+    package func pipelinesEveryPage() { transaction.pipelinesEveryPage() }
+
     let options: RecordTreeOptions
     var root: StoreRoot
     var trees: [UInt32: RecordTreeWriter] = [:]

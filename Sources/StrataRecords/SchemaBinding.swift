@@ -172,8 +172,20 @@ package final class SchemaBinding: Sendable {
     /// caller that reads many records of one type.
     package func decode<Record: PersistentRecord>(_ type: Record.Type, from bytes: UnsafeRawBufferPointer,
                                                   layout: RecordLayout) throws -> Record {
+        try decoding(Record.self) { try RecordDecoder().decode(type, bytes: bytes, layout: layout) }
+    }
+
+    /// `decode(_:from:layout:)` by `session` (made with the entity's layout), which reuses its
+    /// state from one record to the next.
+    package func decode<Record: PersistentRecord>(_ type: Record.Type, from bytes: UnsafeRawBufferPointer,
+                                                  session: RecordDecodingSession) throws -> Record {
+        try decoding(Record.self) { try session.decode(type, bytes: bytes) }
+    }
+
+    /// `body`'s record, its errors named as a binding names them.
+    private func decoding<Record: PersistentRecord>(_: Record.Type, _ body: () throws -> Record) throws -> Record {
         do {
-            return try RecordDecoder().decode(type, bytes: bytes, layout: layout)
+            return try body()
         } catch let error as FormatError {
             throw SchemaBindingError.recordCoding("a stored \(Record.entityName) record is corrupt: \(error.reason)")
         } catch {

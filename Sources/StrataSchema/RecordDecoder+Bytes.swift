@@ -78,3 +78,39 @@ extension RecordDecoder {
         return try run(Record.self, RecordDecodingState.holding(slots, layout: layout, type: Record.self))
     }
 }
+
+/// Decodes many records with one layout one after another (a migration's transform), reusing
+/// one decoding state — its allocation and its spans — instead of making one per record.
+/// A state a record's `init(from:)` kept (it may store its decoder) is left to it, its values
+/// copied out as a single decode does, and a new one made. The same records and errors as
+/// `RecordDecoder.decode(_:bytes:layout:)`. Not thread-safe: one per thread.
+package final class RecordDecodingSession {
+    package let layout: RecordLayout
+    private var spare: RecordDecodingState?
+
+    package init(layout: RecordLayout) {
+        self.layout = layout
+    }
+
+    /// A record from its stored bytes, named through `layout`.
+    /// - Throws: as `RecordDecoder.decode(_:bytes:layout:)`.
+    package func decode<Record: PersistentRecord>(_ type: Record.Type, bytes: UnsafeRawBufferPointer) throws -> Record {
+        var state: RecordDecodingState
+        if var reused = spare {
+            spare = nil
+            if isKnownUniquelyReferenced(&reused) {
+                try reused.relocate(bytes, type: Record.self)
+                state = reused
+            } else {
+                state = try RecordDecodingState.locating(bytes, layout: layout, type: Record.self)
+            }
+        } else {
+            state = try RecordDecodingState.locating(bytes, layout: layout, type: Record.self)
+        }
+        defer {
+            RecordDecodingState.finish(&state)
+            if isKnownUniquelyReferenced(&state) { spare = state }
+        }
+        return try RecordDecoder().run(Record.self, state)
+    }
+}

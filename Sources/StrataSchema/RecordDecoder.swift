@@ -66,9 +66,9 @@ struct RecordDecodingHeader {
     let layout: RecordLayout
     /// The record type; its name is only formatted for an error (formatting it for every
     /// record was a measurable share of decoding).
-    let type: Any.Type
+    var type: Any.Type
     /// Where the type's attribute defaults come from; nil when `slots` already hold them.
-    let defaultsSource: (any PersistentRecord.Type)?
+    var defaultsSource: (any PersistentRecord.Type)?
     /// The record's bytes, which the spans point into; valid only during the decode call.
     var bytes: UnsafeRawBufferPointer
     /// The number of spans: one per layout position when decoding from bytes, else 0.
@@ -110,6 +110,23 @@ final class RecordDecodingState: ManagedBuffer<RecordDecodingHeader, FieldSpan> 
             try RecordCodec.locateFields(bytes, ids: layout.ids, into: spans)
         }
         return state
+    }
+
+    /// Makes a state that decoded a record from bytes, and that nothing kept, ready to decode
+    /// the record in `bytes` with the same layout: as `locating` would make it.
+    func relocate(_ bytes: UnsafeRawBufferPointer, type: any PersistentRecord.Type) throws(FormatError) {
+        try withUnsafeMutablePointers { (header, spans) throws(FormatError) in
+            if ObjectIdentifier(header.pointee.type) != ObjectIdentifier(type) { header.pointee.typeDefaults = nil }
+            header.pointee.type = type
+            header.pointee.defaultsSource = type
+            header.pointee.bytes = bytes
+            if !header.pointee.slots.isEmpty { header.pointee.slots = [] }
+            header.pointee.nextPosition = 0
+            let count = header.pointee.layout.ids.count
+            header.pointee.spanCount = count
+            spans.update(repeating: .absent, count: count)
+            try RecordCodec.locateFields(bytes, ids: header.pointee.layout.ids, into: spans)
+        }
     }
 
     /// A state for decoding from `slots`, the values of `layout`'s attributes with every

@@ -165,11 +165,12 @@ import StrataTestSupport
                     try reader.scan(from: middle) { id, _ in firstSeen = id; return false }
                     #expect(firstSeen == middle)
                 }
-                // Runs give the same records, from the start and from the middle; each run's
-                // bytes are its records' back to back, and any slice of it is a run too.
-                for start: UInt64 in [0, expected.dropFirst(expected.count / 2).first?.key ?? 0] {
+                // Runs give the same records, from the start and from the middle, read in place or
+                // with `pread` (read ahead: `ReadWindow`); each run's bytes are its records' back
+                // to back, and any slice of it is a run too.
+                for (start, mapped): (UInt64, Bool) in [(0, true), (0, false), (expected.dropFirst(expected.count / 2).first?.key ?? 0, false)] {
                     var ran: [(UInt64, [UInt8])] = []
-                    try reader.scanRuns(from: start) { run in
+                    try reader.scanRuns(from: start, mapped: mapped) { run in
                         #expect(run.count > 0)
                         let all = Array(run.allBytes)
                         var previousEnd = 0
