@@ -40,6 +40,9 @@ let package = Package(
         .testTarget(name: "StrataSchemaTests", dependencies: ["StrataSchema", "StrataFormat", "StrataTestSupport"]),
         .testTarget(name: "StrataTests", dependencies: ["Strata", "StrataIO", "StrataTestSupport"],
                     exclude: ["Fixtures"]),  // golden record stores, read from the source tree
+        // Seeded, bounded fuzzing of every layer (STRATA_FUZZ_SEED, STRATA_FUZZ_ITERATIONS).
+        .testTarget(name: "StrataFuzzTests",
+                    dependencies: ["Strata", "StrataRecords", "StrataSchema", "StrataPageLog", "StrataFormat", "StrataIO", "StrataTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )
