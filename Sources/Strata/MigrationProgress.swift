@@ -78,9 +78,10 @@ extension Store {
                 continuation.yield(.oldVersionReadable(store))
             }
             let opening = configuration
+            let types = SchemaTypes(schema: schema, plan: migrationPlan)
             DispatchQueue.global(qos: .userInitiated).async {
                 do {
-                    let store = try Store(at: path, schema: schema, migrationPlan: migrationPlan, configuration: opening)
+                    let store = try Store(at: path, schema: types.schema, migrationPlan: types.plan, configuration: opening)
                     continuation.yield(.opened(store))
                     continuation.finish()
                 } catch {
@@ -89,4 +90,12 @@ extension Store {
             }
         }
     }
+}
+
+/// A schema and plan handed to the thread that opens the store. Thread-safety
+/// (`@unchecked Sendable`): metatypes are immutable, and the protocols' requirements are static
+/// declarations the app writes once (not state that could be mutated across threads).
+private struct SchemaTypes: @unchecked Sendable {
+    let schema: any VersionedSchema.Type
+    let plan: (any SchemaMigrationPlan.Type)?
 }

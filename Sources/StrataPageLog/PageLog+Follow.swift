@@ -65,9 +65,7 @@ extension PageLog {
                 let loaded = try recover(directory: directory, fileSystem: fileSystem, options: options, segmentIDs: nil,
                                          created: false, readOnly: true) { ($0, $1) }
                 var recovery = loaded.0
-                var counts: [UInt64: Int] = [:]
-                recovery.table.forEach { _, location in counts[UInt64(location.segment), default: 0] += 1 }
-                recovery.pageCounts = counts
+                recovery.pageCounts = recovery.table.pageCountsBySegment()
                 guard try recovery.witnessIntact() else {
                     throw PageLogError.corruption(file: joinPath(directory, StoreFileNames.segment(recovery.end.segment)),
                                                   offset: recovery.witness?.offset ?? 0, reason: "the log was cut back while it was read")

@@ -247,7 +247,7 @@ struct Recovery {
                 throw PageLogError.corruption(file: rootFile.path, offset: address.offset,
                                               reason: "page table chunk \(index) is in segment \(location.segment), which is missing")
             }
-            let (entries, present) = try readChunk(index, at: location, in: file, entries: entriesPerChunk, scratch: &scratch)
+            let (entries, present) = try Self.readChunk(index, at: location, in: file, entries: entriesPerChunk, scratch: &scratch)
             guard present > 0 else {
                 if !chunksNeedRewrite { table.setChunk(index, entries, isEmpty: true) }
                 continue
@@ -302,7 +302,7 @@ struct Recovery {
     /// decompressed into `scratch` (reused across chunks) and decoded straight into the
     /// returned array, with no intermediate copies. Returns the entries and how many are present.
     /// Throws `PageLogError.corruption` naming the frame when any of it is damaged.
-    private func readChunk(_ index: Int, at location: PageLocation, in file: any StorageFile, entries: Int,
+    private static func readChunk(_ index: Int, at location: PageLocation, in file: any StorageFile, entries: Int,
                            scratch: inout [UInt8]) throws -> (entries: [PageLocation], present: Int) {
         let offset = UInt64(location.offset)
         try PageLog.checkFrameLength(location.length, path: file.path, offset: offset)

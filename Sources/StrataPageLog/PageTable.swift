@@ -58,6 +58,28 @@ package struct PageTable: Sendable, Equatable {
         }
     }
 
+    /// How many present pages each segment holds. Pages written together sit in the same
+    /// segment, so entries are counted in runs: one dictionary update per run, not per page.
+    package func pageCountsBySegment() -> [UInt64: Int] {
+        var counts: [UInt64: Int] = [:]
+        for chunk in chunks where !chunk.isEmpty {
+            chunk.withUnsafeBufferPointer { entries in
+                var segment: UInt32 = 0
+                var run = 0
+                for entry in entries where entry.segment != 0 {
+                    if entry.segment != segment {
+                        if run > 0 { counts[UInt64(segment), default: 0] += run }
+                        segment = entry.segment
+                        run = 0
+                    }
+                    run += 1
+                }
+                if run > 0 { counts[UInt64(segment), default: 0] += run }
+            }
+        }
+        return counts
+    }
+
     /// The number of present pages.
     package var count: Int {
         chunks.reduce(0) { total, chunk in total + chunk.reduce(0) { $0 + ($1.isNone ? 0 : 1) } }
