@@ -60,7 +60,7 @@ final class StoreFollower: Sendable {
         let current = try translatingErrors { try records.snapshot(on: try records.log.snapshot()) }
         let catalogPageID = current.root.catalogPageID
         state = Mutex(State(current: current, publication: current.snapshot.publication, catalogPageID: catalogPageID,
-                            catalogLSN: catalogPageID == 0 ? 0 : current.snapshot.location(of: catalogPageID).lsn,
+                            catalogLSN: catalogPageID == 0 ? 0 : try translatingErrors { try current.snapshot.location(of: catalogPageID).lsn },
                             catalogBytes: try translatingErrors { try current.catalogBytes() }))
     }
 
@@ -91,7 +91,7 @@ final class StoreFollower: Sendable {
             // A migration in progress: its commits may be rolled back; keep the state before it.
             if candidate.root.migration != nil { return state.current }
             let catalogPageID = candidate.root.catalogPageID
-            let catalogLSN = catalogPageID == 0 ? 0 : snapshot.location(of: catalogPageID).lsn
+            let catalogLSN = catalogPageID == 0 ? 0 : try translatingErrors { try snapshot.location(of: catalogPageID).lsn }
             if catalogPageID != state.catalogPageID || catalogLSN != state.catalogLSN {
                 // Compaction moves the catalog page without changing it: compare its bytes.
                 let bytes = try candidate.catalogBytes()

@@ -74,6 +74,27 @@ final class LogWriter: @unchecked Sendable {
     var endPosition: LogPosition { LogPosition(segment: activeSegment, offset: writeOffset) }
 
     /// Marks the frame at `location` live and the one it replaces dead.
+    /// Materializes chunk `index` of the head table if it is pending (invariant 28) and lists
+    /// its free ids — absent, below the next page id, not among `written` (pages the
+    /// committing transaction writes there).
+    func materialize(_ index: Int, written: [UInt64: PageLocation] = [:]) throws {
+        guard let entries = try table.materialize(index) else { return }
+        let base = UInt64(index * PageTable.chunkEntries)
+        let upper = min(nextPageID, base + UInt64(PageTable.chunkEntries))
+        var id = max(PageLog.firstAllocatablePageID, base)
+        var free: [UInt64] = []
+        while id < upper {
+            if (entries.isEmpty || entries[Int(id - base)].isNone) && written[id] == nil { free.append(id) }
+            id += 1
+        }
+        freePageIDs.insert(contentsOf: free)
+    }
+
+    /// Materializes every pending chunk of the head table.
+    func materializeAll() throws {
+        for index in 0..<table.chunkCount where table.isPending(index) { try materialize(index) }
+    }
+
     func replaceLive(old: PageLocation, new: PageLocation) {
         if !old.isNone, var entry = usage[UInt64(old.segment)] {
             entry.liveBytes -= min(entry.liveBytes, UInt64(old.length))

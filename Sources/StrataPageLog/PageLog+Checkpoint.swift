@@ -17,7 +17,7 @@ extension PageLog {
             writer.chunkLocations.append(contentsOf: repeatElement(.none, count: writer.table.chunkCount - writer.chunkLocations.count))
         }
         for index in writer.dirtyChunks.sorted() where index < writer.chunkLocations.count {
-            let entries = writer.table.chunkEntries(index)
+            let entries = try writer.table.chunkEntries(index)
             let old = writer.chunkLocations[index]
             var new = PageLocation.none
             if entries.contains(where: { !$0.isNone }) {

@@ -68,8 +68,11 @@ extension PageLog {
         guard let file = shared.withLock({ $0.segments[segment] }) else {
             throw PageLogError.corruption(file: path(StoreFileNames.segment(segment)), offset: 0, reason: "segment \(segment) is missing")
         }
+        // Every chunk is materialized: the ones stored in this segment are rewritten at the
+        // next checkpoint, and no pending chunk may be left to read from a deleted segment.
+        try writer.materializeAll()
         var live: [(UInt64, PageLocation)] = []
-        writer.table.forEach { id, location in
+        try writer.table.forEach { id, location in
             if UInt64(location.segment) == segment { live.append((id, location)) }
         }
         live.sort { $0.1.offset < $1.1.offset }

@@ -65,7 +65,7 @@ extension PageLog {
                 let loaded = try recover(directory: directory, fileSystem: fileSystem, options: options, segmentIDs: nil,
                                          created: false, readOnly: true) { ($0, $1) }
                 var recovery = loaded.0
-                recovery.pageCounts = recovery.table.pageCountsBySegment()
+                recovery.pageCounts = try recovery.table.pageCountsBySegment()
                 guard try recovery.witnessIntact() else {
                     throw PageLogError.corruption(file: joinPath(directory, StoreFileNames.segment(recovery.end.segment)),
                                                   offset: recovery.witness?.offset ?? 0, reason: "the log was cut back while it was read")
@@ -199,7 +199,7 @@ extension PageLog {
             let recovery = follower.recovery
             return PageLogStatistics(logBytes: recovery.usage.values.reduce(0) { $0 + $1.totalBytes },
                                      liveBytes: recovery.usage.values.reduce(0) { $0 + $1.liveBytes }, segmentCount: recovery.files.count,
-                                     lastLSN: recovery.lastLSN, pageCount: recovery.table.count, checkpointEpoch: recovery.superblock.epoch,
+                                     lastLSN: recovery.lastLSN, pageCount: (try? recovery.table.count()) ?? 0, checkpointEpoch: recovery.superblock.epoch,
                                      segmentSyncs: 0)
         }
     }

@@ -9,11 +9,13 @@ extension PageLog {
             var problems: [String] = []
             let (published, segments, flushed) = shared.withLock { ($0.table, Set($0.segments.keys), $0.flushedPosition) }
             // 11: between transactions, readers see exactly the head table.
-            if published != writer.table { problems.append("published page table differs from the writer's") }
+            if !published.hasSameEntries(as: writer.table) { problems.append("published page table differs from the writer's") }
             // Live bytes recomputed from what the state refers to (table, chunks, root).
             var live: [UInt64: UInt64] = [:]
             var maximumID: UInt64 = 0
-            writer.table.forEach { id, location in
+            var sawPage = false
+            writer.table.forEach(unreadable: { index, error in problems.append("page table chunk \(index) cannot be loaded: \(error)") }) { id, location in
+                sawPage = true
                 live[UInt64(location.segment), default: 0] += UInt64(location.length)
                 maximumID = max(maximumID, id)
                 if !segments.contains(UInt64(location.segment)) {
@@ -33,7 +35,7 @@ extension PageLog {
             }
             if Set(writer.usage.keys) != segments { problems.append("usage covers segments \(writer.usage.keys.sorted()), open are \(segments.sorted())") }
             // 13: page ids.
-            if writer.table.count > 0, maximumID >= PageLog.firstAllocatablePageID, maximumID >= writer.nextPageID {
+            if sawPage, maximumID >= PageLog.firstAllocatablePageID, maximumID >= writer.nextPageID {
                 problems.append("page \(maximumID) is at or above the next page id \(writer.nextPageID)")
             }
             var free = Set<UInt64>()
@@ -44,7 +46,7 @@ extension PageLog {
                 guard range.count <= 1 << 16 else { continue }  // a large never-written span: bounds only
                 for id in range {
                     if !free.insert(id).inserted { problems.append("page id \(id) is free twice") }
-                    if !writer.table[id].isNone { problems.append("free page id \(id) holds a page") }
+                    if (try? writer.table.location(of: id))?.isNone != true { problems.append("free page id \(id) holds a page") }
                 }
             }
             // 8: durable ≤ written.

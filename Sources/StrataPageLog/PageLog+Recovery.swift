@@ -100,6 +100,9 @@ struct Recovery {
     /// are then all in use unless replay changed the chunk); lets `finish` skip full chunks
     /// when it lists the free page ids.
     var fullChunks: [Bool] = []
+    /// Whether every checkpointed chunk was loaded (false: a writer's open left them pending,
+    /// invariant 28, and `referencedSegments` holds only what replay saw).
+    var allChunksLoaded = true
     /// Segments the checkpointed page table refers to.
     var referencedSegments = Set<UInt64>()
     var usage: [UInt64: SegmentUsage] = [:]
@@ -241,49 +244,39 @@ struct Recovery {
         let entriesPerChunk = Int(root.chunkEntries)
         chunksNeedRewrite = entriesPerChunk != PageTable.chunkEntries
         if !chunksNeedRewrite { fullChunks = [Bool](repeating: false, count: root.chunks.count) }
+        // A writer leaves the chunks pending (invariant 28) unless they must be rewritten at
+        // another size; a follower loads them all (it counts pages per segment).
+        let lazy = !readOnly && !chunksNeedRewrite
+        let segmentIDs = Set(files.keys)
         var scratch: [UInt8] = []
         for (index, location) in root.chunks.enumerated() where !location.isNone {
             guard let file = files[UInt64(location.segment)] else {
                 throw PageLogError.corruption(file: rootFile.path, offset: address.offset,
                                               reason: "page table chunk \(index) is in segment \(location.segment), which is missing")
             }
+            if lazy {
+                table.setPending(index, PendingChunk(index: index, location: location, file: file, entriesPerChunk: entriesPerChunk,
+                                                     nextPageID: nextPageID, segments: segmentIDs))
+                continue
+            }
             let (entries, present) = try Self.readChunk(index, at: location, in: file, entries: entriesPerChunk, scratch: &scratch)
             guard present > 0 else {
                 if !chunksNeedRewrite { table.setChunk(index, entries, isEmpty: true) }
                 continue
             }
-            // Validate each distinct segment once per chunk (a chunk's pages share few segments,
-            // mostly in runs), and the highest present page id against the next page id.
-            try entries.withUnsafeBufferPointer { buffer in
-                var previousSegment: UInt32 = 0
-                var highestSlot = 0
-                for slot in 0..<buffer.count {
-                    let segment = buffer[slot].segment
-                    guard segment != 0 else { continue }
-                    highestSlot = slot
-                    guard segment != previousSegment else { continue }
-                    previousSegment = segment
-                    guard !referencedSegments.contains(UInt64(segment)) else { continue }
-                    guard files[UInt64(segment)] != nil else {
-                        throw PageLogError.corruption(file: file.path, offset: UInt64(location.offset),
-                                                      reason: "page \(index * entriesPerChunk + slot) is in segment \(segment), which is missing")
-                    }
-                    referencedSegments.insert(UInt64(segment))
-                }
-                guard UInt64(index * entriesPerChunk + highestSlot) < nextPageID else {
-                    // Report the lowest offending page, as a slot-by-slot check would.
-                    let first = (0..<buffer.count).first { !buffer[$0].isNone && UInt64(index * entriesPerChunk + $0) >= nextPageID } ?? highestSlot
-                    throw PageLogError.corruption(file: file.path, offset: UInt64(location.offset),
-                                                  reason: "page \(index * entriesPerChunk + first) is at or above the next page id \(nextPageID)")
-                }
+            try Self.checkChunk(entries, index: index, at: location, in: file, nextPageID: nextPageID, seen: &referencedSegments) {
+                files[$0] != nil
             }
             if chunksNeedRewrite {
-                for (slot, entry) in entries.enumerated() where !entry.isNone { table[UInt64(index * entriesPerChunk + slot)] = entry }
+                for (slot, entry) in entries.enumerated() where !entry.isNone {
+                    try table.set(entry, for: UInt64(index * entriesPerChunk + slot))
+                }
             } else {
                 table.setChunk(index, entries, isEmpty: false)
                 fullChunks[index] = present == entriesPerChunk
             }
         }
+        allChunksLoaded = !lazy
         chunkLocations = chunksNeedRewrite ? [] : root.chunks
         if chunksNeedRewrite { dirtyChunks = Set(0..<table.chunkCount) }
         for statistics in root.segments where files[statistics.segmentID] != nil {
@@ -297,12 +290,45 @@ struct Recovery {
         usage[address.segment] = rootUsage
     }
 
+    /// Checks the entries of a decoded chunk against the log: each entry's segment exists
+    /// (`exists`, asked once per distinct segment not yet in `seen`, which collects them) and
+    /// each page id is below `nextPageID`. Throws `PageLogError.corruption` naming the chunk.
+    static func checkChunk(_ entries: [PageLocation], index: Int, at location: PageLocation, in file: any StorageFile,
+                           nextPageID: UInt64, seen: inout Set<UInt64>, exists: (UInt64) -> Bool) throws {
+        let entriesPerChunk = entries.count
+        // Validate each distinct segment once per chunk (a chunk's pages share few segments,
+        // mostly in runs), and the highest present page id against the next page id.
+        try entries.withUnsafeBufferPointer { buffer in
+            var previousSegment: UInt32 = 0
+            var highestSlot = -1
+            for slot in 0..<buffer.count {
+                let segment = buffer[slot].segment
+                guard segment != 0 else { continue }
+                highestSlot = slot
+                guard segment != previousSegment else { continue }
+                previousSegment = segment
+                guard !seen.contains(UInt64(segment)) else { continue }
+                guard exists(UInt64(segment)) else {
+                    throw PageLogError.corruption(file: file.path, offset: UInt64(location.offset),
+                                                  reason: "page \(index * entriesPerChunk + slot) is in segment \(segment), which is missing")
+                }
+                seen.insert(UInt64(segment))
+            }
+            guard highestSlot < 0 || UInt64(index * entriesPerChunk + highestSlot) < nextPageID else {
+                // Report the lowest offending page, as a slot-by-slot check would.
+                let first = (0..<buffer.count).first { !buffer[$0].isNone && UInt64(index * entriesPerChunk + $0) >= nextPageID } ?? highestSlot
+                throw PageLogError.corruption(file: file.path, offset: UInt64(location.offset),
+                                              reason: "page \(index * entriesPerChunk + first) is at or above the next page id \(nextPageID)")
+            }
+        }
+    }
+
     /// Reads page table chunk `index` at `location`, verifies its frame (checksum, kind, chunk
     /// index, LSN) and decodes it in one pass: the frame is read into a temporary buffer,
     /// decompressed into `scratch` (reused across chunks) and decoded straight into the
     /// returned array, with no intermediate copies. Returns the entries and how many are present.
     /// Throws `PageLogError.corruption` naming the frame when any of it is damaged.
-    private static func readChunk(_ index: Int, at location: PageLocation, in file: any StorageFile, entries: Int,
+    static func readChunk(_ index: Int, at location: PageLocation, in file: any StorageFile, entries: Int,
                            scratch: inout [UInt8]) throws -> (entries: [PageLocation], present: Int) {
         let offset = UInt64(location.offset)
         try PageLog.checkFrameLength(location.length, path: file.path, offset: offset)
@@ -423,14 +449,14 @@ struct Recovery {
                                 throw PageLogError.corruption(file: file.path, offset: offset,
                                                               reason: "commit of LSN \(header.lsn) writes page \(pageID) at or above its next page id \(record.nextPageID)")
                             }
-                            let old = table[pageID]
+                            let old = try table.location(of: pageID)
                             if !old.isNone, var entry = usage[UInt64(old.segment)] {
                                 entry.liveBytes -= min(entry.liveBytes, UInt64(old.length))
                                 usage[UInt64(old.segment)] = entry
                             }
                             if !location.isNone { usage[UInt64(location.segment)]?.liveBytes += UInt64(location.length) }
                             if pageCounts != nil { countPages(old: old, new: location) }
-                            table[pageID] = location
+                            try table.set(location, for: pageID)
                             dirtyChunks.insert(Int(pageID / UInt64(PageTable.chunkEntries)))
                         }
                         nextPageID = max(nextPageID, record.nextPageID)
@@ -547,7 +573,9 @@ struct Recovery {
             let upper = min(nextPageID, base + chunkSize)
             let lower = max(PageLog.firstAllocatablePageID, base)
             guard lower < upper else { continue }
-            if chunkIndex >= table.chunkCount || table.chunks[chunkIndex].isEmpty {
+            if table.isPending(chunkIndex) {
+                continue  // its free ids are listed when the writer materializes it (invariant 28)
+            } else if chunkIndex >= table.chunkCount || table.chunks[chunkIndex].isEmpty {
                 add(lower..<upper)
             } else if chunkIndex < fullChunks.count, fullChunks[chunkIndex], !dirtyChunks.contains(chunkIndex) {
                 continue  // loaded full and untouched by replay: no free id
@@ -565,9 +593,20 @@ struct Recovery {
         writer.bytesSinceCheckpoint = report.replayedBytes
         // Segments before the checkpoint's that nothing refers to were emptied by a compaction
         // whose deletion did not happen; retire them again.
+        // With the chunks pending, which segments pages refer to is not known: a segment the
+        // checkpoint's statistics give live bytes is kept (keeping one is always safe); if any
+        // other is left, the table is loaded to decide, as when it was loaded at open.
         var referenced = referencedSegments  // replay only writes to segments at or after the checkpoint's
         for chunk in chunkLocations where !chunk.isNone { referenced.insert(UInt64(chunk.segment)) }
-        for id in files.keys.sorted() where id < superblock.root.segment && !referenced.contains(id) {
+        var candidates = files.keys.sorted().filter { $0 < superblock.root.segment && !referenced.contains($0) }
+        if !allChunksLoaded && !candidates.isEmpty {
+            candidates = candidates.filter { (usage[$0]?.liveBytes ?? 0) == 0 }
+            if !candidates.isEmpty {
+                try writer.table.forEach { _, location in referenced.insert(UInt64(location.segment)) }
+                candidates = candidates.filter { !referenced.contains($0) }
+            }
+        }
+        for id in candidates {
             writer.retired.append(RetiredSegment(segment: id, epoch: superblock.epoch + 1, lsn: 0))
         }
         return PageLog(fileSystem: fileSystem, directory: directory, options: options, storeID: superblock.storeID,

@@ -26,8 +26,7 @@ extension PageLog {
     /// Where a page of `snapshot` is stored: its segment file's path and the frame's offset
     /// (nil for a page the snapshot does not hold).
     package func place(of pageID: UInt64, in snapshot: Snapshot) -> (file: String, offset: UInt64)? {
-        let location = snapshot.location(of: pageID)
-        guard !location.isNone else { return nil }
+        guard let location = try? snapshot.location(of: pageID), !location.isNone else { return nil }
         return (path(StoreFileNames.segment(UInt64(location.segment))), UInt64(location.offset))
     }
 
@@ -38,7 +37,10 @@ extension PageLog {
     package func verifyPages(in snapshot: Snapshot) -> (pages: Int, problems: [StoreProblem]) {
         var problems: [StoreProblem] = []
         var pages = 0
-        snapshot.table.forEach { pageID, location in
+        snapshot.table.forEach(unreadable: { index, error in
+            let reason = if case PageLogError.corruption(_, _, let reason) = error { reason } else { "\(error)" }
+            problems.append(StoreProblem(file: path(StoreFileNames.superblock), offset: nil, what: "page table chunk \(index): \(reason)"))
+        }) { pageID, location in
             pages += 1
             do {
                 _ = try snapshot.read(pageID, mapped: false)

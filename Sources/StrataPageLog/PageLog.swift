@@ -283,7 +283,7 @@ package final class PageLog: Sendable {
         if let follower { return followerStatistics(follower) }
         return writerLock.withLock { _ in
             PageLogStatistics(logBytes: writer.totalLogBytes, liveBytes: writer.totalLiveBytes, segmentCount: writer.usage.count,
-                              lastLSN: writer.lastLSN, pageCount: writer.table.count, checkpointEpoch: writer.superblock.epoch,
+                              lastLSN: writer.lastLSN, pageCount: (try? writer.table.count()) ?? 0, checkpointEpoch: writer.superblock.epoch,
                               segmentSyncs: segmentSyncs.load(ordering: .relaxed))
         }
     }

@@ -1,35 +1,67 @@
+import Synchronization
 import StrataFormat
+import StrataIO
 
 /// The mapping page id → current frame location, as a two-level persistent array:
 /// chunks of `chunkEntries` locations. Copies share chunks (copy-on-write), so publishing a
 /// new version after a commit copies only the chunk index and the chunks the commit touched;
 /// readers keep the version they started with for as long as they like.
-package struct PageTable: Sendable, Equatable {
+///
+/// A writer's open leaves the checkpointed chunks *pending* (invariant 28): each is read,
+/// verified and decoded at its first lookup — once, shared by every copy of the table — so
+/// opening a large store does not read its whole table (24 bytes per page). A chunk is
+/// *materialized* (its entries stored in this table) before the writer changes it.
+package struct PageTable: Sendable {
     package static let chunkEntries = CheckpointRoot.defaultChunkEntries
 
-    /// Each chunk is either empty (no page in it) or exactly `chunkEntries` long.
+    /// Each chunk is either empty (no page in it, or pending) or exactly `chunkEntries` long.
     package private(set) var chunks: [[PageLocation]] = []
+    /// The chunks not loaded yet, by index (shorter than `chunks` when the last are loaded).
+    private var pending: [PendingChunk?] = []
 
     package init() {}
 
-    package subscript(id: UInt64) -> PageLocation {
-        get {
-            let chunk = Int(id / UInt64(Self.chunkEntries))
-            guard chunk < chunks.count, !chunks[chunk].isEmpty else { return .none }
-            return chunks[chunk][Int(id % UInt64(Self.chunkEntries))]
+    /// The location of page `id`, `.none` when no such page exists.
+    /// - Throws: what loading a pending chunk throws (`PageLogError.corruption`, `.io`).
+    @inline(__always)
+    package func location(of id: UInt64) throws -> PageLocation {
+        let chunk = Int(id / UInt64(Self.chunkEntries))
+        guard chunk < chunks.count else { return .none }
+        let slot = Int(id % UInt64(Self.chunkEntries))
+        if !chunks[chunk].isEmpty { return chunks[chunk][slot] }
+        guard chunk < pending.count, let lazy = pending[chunk] else { return .none }
+        let entries = try lazy.entries()
+        return entries.isEmpty ? .none : entries[slot]
+    }
+
+    /// Sets the location of page `id` (`.none` removes it), materializing its chunk first.
+    package mutating func set(_ location: PageLocation, for id: UInt64) throws {
+        let chunk = Int(id / UInt64(Self.chunkEntries))
+        _ = try materialize(chunk)
+        if chunk >= chunks.count {
+            if location.isNone { return }
+            chunks.append(contentsOf: repeatElement([], count: chunk + 1 - chunks.count))
         }
-        set {
-            let chunk = Int(id / UInt64(Self.chunkEntries))
-            if chunk >= chunks.count {
-                if newValue.isNone { return }
-                chunks.append(contentsOf: repeatElement([], count: chunk + 1 - chunks.count))
-            }
-            if chunks[chunk].isEmpty {
-                if newValue.isNone { return }
-                chunks[chunk] = [PageLocation](repeating: .none, count: Self.chunkEntries)
-            }
-            chunks[chunk][Int(id % UInt64(Self.chunkEntries))] = newValue
+        if chunks[chunk].isEmpty {
+            if location.isNone { return }
+            chunks[chunk] = [PageLocation](repeating: .none, count: Self.chunkEntries)
         }
+        chunks[chunk][Int(id % UInt64(Self.chunkEntries))] = location
+    }
+
+    /// Whether chunk `index` is pending.
+    package func isPending(_ index: Int) -> Bool { index < pending.count && pending[index] != nil }
+
+    /// Loads chunk `index` into this table if it is pending; returns its entries then (empty
+    /// when it holds no page), nil when it was not pending.
+    @discardableResult
+    package mutating func materialize(_ index: Int) throws -> [PageLocation]? {
+        guard index < pending.count, let lazy = pending[index] else { return nil }
+        let entries = try lazy.entries()
+        chunks[index] = entries
+        pending[index] = nil
+        while let last = pending.last, last == nil { pending.removeLast() }
+        return entries
     }
 
     /// Replaces a whole chunk (used when loading a checkpoint). `isEmpty`: no entry of
@@ -37,33 +69,62 @@ package struct PageTable: Sendable, Equatable {
     package mutating func setChunk(_ index: Int, _ entries: [PageLocation], isEmpty: Bool) {
         if index >= chunks.count { chunks.append(contentsOf: repeatElement([], count: index + 1 - chunks.count)) }
         chunks[index] = isEmpty ? [] : entries
+        if index < pending.count { pending[index] = nil }
+    }
+
+    /// Leaves chunk `index` to be loaded at its first use.
+    mutating func setPending(_ index: Int, _ chunk: PendingChunk) {
+        if index >= chunks.count { chunks.append(contentsOf: repeatElement([], count: index + 1 - chunks.count)) }
+        if index >= pending.count { pending.append(contentsOf: repeatElement(nil, count: index + 1 - pending.count)) }
+        chunks[index] = []
+        pending[index] = chunk
     }
 
     /// The entries of a chunk, `chunkEntries` long, for writing a checkpoint.
-    package func chunkEntries(_ index: Int) -> [PageLocation] {
-        guard index < chunks.count, !chunks[index].isEmpty else {
-            return [PageLocation](repeating: .none, count: Self.chunkEntries)
-        }
-        return chunks[index]
+    package func chunkEntries(_ index: Int) throws -> [PageLocation] {
+        let entries = index < chunks.count ? try resolved(index) : []
+        return entries.isEmpty ? [PageLocation](repeating: .none, count: Self.chunkEntries) : entries
     }
 
     package var chunkCount: Int { chunks.count }
 
-    /// Calls `body` for every present page, in page id order.
-    package func forEach(_ body: (UInt64, PageLocation) throws -> Void) rethrows {
-        for (chunkIndex, chunk) in chunks.enumerated() where !chunk.isEmpty {
+    /// The entries of chunk `index` (empty when it holds no page), loading it when pending.
+    private func resolved(_ index: Int) throws -> [PageLocation] {
+        if index < pending.count, let lazy = pending[index] { return try lazy.entries() }
+        return chunks[index]
+    }
+
+    /// Calls `body` for every present page, in page id order (loading pending chunks).
+    package func forEach(_ body: (UInt64, PageLocation) throws -> Void) throws {
+        for chunkIndex in chunks.indices {
+            let chunk = try resolved(chunkIndex)
             for (slot, location) in chunk.enumerated() where !location.isNone {
                 try body(UInt64(chunkIndex * Self.chunkEntries + slot), location)
             }
         }
     }
 
+    /// `forEach`, but a pending chunk that cannot be loaded is passed to `unreadable` (with
+    /// its index and the error) and skipped: for verification, which reports every problem.
+    package func forEach(unreadable: (Int, any Error) -> Void, _ body: (UInt64, PageLocation) -> Void) {
+        for chunkIndex in chunks.indices {
+            let chunk: [PageLocation]
+            do { chunk = try resolved(chunkIndex) } catch {
+                unreadable(chunkIndex, error)
+                continue
+            }
+            for (slot, location) in chunk.enumerated() where !location.isNone {
+                body(UInt64(chunkIndex * Self.chunkEntries + slot), location)
+            }
+        }
+    }
+
     /// How many present pages each segment holds. Pages written together sit in the same
     /// segment, so entries are counted in runs: one dictionary update per run, not per page.
-    package func pageCountsBySegment() -> [UInt64: Int] {
+    package func pageCountsBySegment() throws -> [UInt64: Int] {
         var counts: [UInt64: Int] = [:]
-        for chunk in chunks where !chunk.isEmpty {
-            chunk.withUnsafeBufferPointer { entries in
+        for chunkIndex in chunks.indices {
+            try resolved(chunkIndex).withUnsafeBufferPointer { entries in
                 var segment: UInt32 = 0
                 var run = 0
                 for entry in entries where entry.segment != 0 {
@@ -80,8 +141,65 @@ package struct PageTable: Sendable, Equatable {
         return counts
     }
 
-    /// The number of present pages.
-    package var count: Int {
-        chunks.reduce(0) { total, chunk in total + chunk.reduce(0) { $0 + ($1.isNone ? 0 : 1) } }
+    /// The number of present pages (loading pending chunks).
+    package func count() throws -> Int {
+        try chunks.indices.reduce(0) { total, index in total + (try resolved(index)).reduce(0) { $0 + ($1.isNone ? 0 : 1) } }
+    }
+
+    /// Whether two tables map every page id alike (pending chunks loaded to compare; one that
+    /// cannot be loaded equals only the same pending chunk).
+    package func hasSameEntries(as other: PageTable) -> Bool {
+        for index in 0..<max(chunks.count, other.chunks.count) {
+            let mine = index < pending.count ? pending[index] : nil, theirs = index < other.pending.count ? other.pending[index] : nil
+            if let mine, let theirs, mine === theirs { continue }
+            func entries(_ table: PageTable) -> [PageLocation]? {
+                index < table.chunks.count ? try? table.resolved(index) : []
+            }
+            guard let a = entries(self), let b = entries(other) else { return false }
+            if a == b { continue }
+            // An empty chunk equals one whose entries are all absent.
+            if a.isEmpty && b.allSatisfy(\.isNone) || b.isEmpty && a.allSatisfy(\.isNone) { continue }
+            return false
+        }
+        return true
+    }
+}
+
+/// A checkpointed page table chunk a writer's open did not read: read, verified and decoded
+/// at its first lookup, then kept (invariant 28). Thread-safety: the entries are loaded
+/// under the mutex, so concurrent first lookups load once; a failed load is not remembered
+/// (the next lookup tries again, and throws again on a damaged frame).
+final class PendingChunk: Sendable {
+    let index: Int
+    let location: PageLocation
+    let file: any StorageFile
+    let entriesPerChunk: Int
+    /// The checkpoint's next page id: every entry's id is below it.
+    let nextPageID: UInt64
+    /// The segments the log had at open: every entry's segment is one of them.
+    let segments: Set<UInt64>
+    private let loaded = Mutex<[PageLocation]?>(nil)
+
+    init(index: Int, location: PageLocation, file: any StorageFile, entriesPerChunk: Int, nextPageID: UInt64, segments: Set<UInt64>) {
+        self.index = index
+        self.location = location
+        self.file = file
+        self.entriesPerChunk = entriesPerChunk
+        self.nextPageID = nextPageID
+        self.segments = segments
+    }
+
+    /// The chunk's entries: empty when it holds no page, else `entriesPerChunk` long.
+    func entries() throws -> [PageLocation] {
+        try loaded.withLock { loaded in
+            if let loaded { return loaded }
+            var scratch: [UInt8] = []
+            let (entries, present) = try Recovery.readChunk(index, at: location, in: file, entries: entriesPerChunk, scratch: &scratch)
+            var seen = Set<UInt64>()
+            try Recovery.checkChunk(entries, index: index, at: location, in: file, nextPageID: nextPageID, seen: &seen) { segments.contains($0) }
+            let result = present > 0 ? entries : []
+            loaded = result
+            return result
+        }
     }
 }

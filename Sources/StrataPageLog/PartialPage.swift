@@ -58,7 +58,7 @@ extension Snapshot {
     /// - Throws: `PageLogError.corruption` when the frame fails verification; I/O errors.
     func withVerifiedFrame(_ pageID: UInt64, mapped: Bool = true, window: ReadWindow? = nil,
                            _ body: (FrameHeader, UnsafeRawBufferPointer, _ path: String, _ offset: UInt64) throws -> Void) throws -> Bool {
-        let location = table[pageID]
+        let location = try table.location(of: pageID)
         guard !location.isNone else { return false }
         let segment = UInt64(location.segment)
         guard let file = segments[segment] else {

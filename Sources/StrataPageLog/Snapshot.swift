@@ -44,7 +44,7 @@ package final class Snapshot: Sendable {
     /// false reads with `pread`: for pages read once per commit (a store root), whose fault on
     /// a memory map would also map the recently written pages around them.
     package func read(_ pageID: UInt64, mapped: Bool = true) throws -> Page? {
-        let location = table[pageID]
+        let location = try table.location(of: pageID)
         guard !location.isNone else { return nil }
         guard let file = segments[UInt64(location.segment)] else {
             throw PageLogError.corruption(file: StoreFileNames.segment(UInt64(location.segment)), offset: UInt64(location.offset),
@@ -54,12 +54,13 @@ package final class Snapshot: Sendable {
     }
 
     /// The location of a page in this snapshot (for tests and verification).
-    package func location(of pageID: UInt64) -> PageLocation { table[pageID] }
+    /// - Throws: what loading a pending page table chunk throws (invariant 28).
+    package func location(of pageID: UInt64) throws -> PageLocation { try table.location(of: pageID) }
 
     /// Ids of every page present in this snapshot, ascending.
-    package func pageIDs() -> [UInt64] {
+    package func pageIDs() throws -> [UInt64] {
         var ids: [UInt64] = []
-        table.forEach { id, _ in ids.append(id) }
+        try table.forEach { id, _ in ids.append(id) }
         return ids
     }
 }

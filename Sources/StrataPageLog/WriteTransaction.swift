@@ -212,7 +212,7 @@ package final class WriteTransaction {
         try checkOpen()
         try checkID(pageID)
         try drainPipeline()
-        let current = changes[pageID] ?? writer.table[pageID]
+        let current = try changes[pageID] ?? writer.table.location(of: pageID)
         guard !current.isNone else { return }
         _ = try [UInt8]().withUnsafeBytes {
             try log.append(kind: .free, pageID: pageID, lsn: lsn, payload: $0, compress: false)
@@ -226,7 +226,7 @@ package final class WriteTransaction {
     package func read(_ pageID: UInt64, mapped: Bool = true) throws -> Page? {
         try checkOpen()
         try drainPipeline()
-        let location = changes[pageID] ?? writer.table[pageID]
+        let location = try changes[pageID] ?? writer.table.location(of: pageID)
         guard !location.isNone else { return nil }
         if UInt64(location.segment) == writer.activeSegment && UInt64(location.offset) >= writer.flushedOffset {
             try log.flush()
@@ -289,6 +289,17 @@ package final class WriteTransaction {
             writer.freePageIDs.insert(contentsOf: reusedPageIDs)
             return nil
         }
+        // The chunks this commit changes are materialized first (invariant 28): one that
+        // cannot be read fails the transaction here, before its commit frame.
+        let sortedChanges = changes.sorted(by: { $0.key < $1.key })
+        var lastChunk = -1
+        for (pageID, _) in sortedChanges {
+            let chunk = Int(pageID / UInt64(PageTable.chunkEntries))
+            if chunk != lastChunk {
+                try writer.materialize(chunk, written: changes)
+                lastChunk = chunk
+            }
+        }
         let durablePosition = log.durable.withLock { $0 }
         let record = CommitRecord(frameCount: frameCount, durableSegment: durablePosition.segment,
                                   durableOffset: durablePosition.offset, nextPageID: writer.nextPageID)
@@ -297,10 +308,10 @@ package final class WriteTransaction {
         }
         try log.flush()
         let end = writer.endPosition
-        for (pageID, location) in changes.sorted(by: { $0.key < $1.key }) {
-            let old = writer.table[pageID]
+        for (pageID, location) in sortedChanges {
+            let old = try writer.table.location(of: pageID)  // materialized above: cannot throw
             writer.replaceLive(old: old, new: location)
-            writer.table[pageID] = location
+            try writer.table.set(location, for: pageID)
             writer.dirtyChunks.insert(Int(pageID / UInt64(PageTable.chunkEntries)))
             if location.isNone && pageID >= PageLog.firstAllocatablePageID { writer.freePageIDs.insert(pageID) }
         }

@@ -88,7 +88,7 @@ package final class NodeCache: Sendable {
     /// `.bypass` again: a full cache keeps the pages looked up most.
     /// - Throws: `RecordTreeError.missingPage` when the snapshot has no such page.
     package func probe(_ pageID: UInt64, in snapshot: Snapshot) throws -> Probe {
-        let location = snapshot.location(of: pageID)
+        let location = try snapshot.location(of: pageID)
         guard !location.isNone else { throw RecordTreeError.missingPage(pageID: pageID) }
         let key = Key(pageID: pageID, lsn: location.lsn)
         return state.withLock { state -> Probe in
@@ -131,7 +131,7 @@ package final class NodeCache: Sendable {
     /// The page at `pageID` in `snapshot` when it is cached as a `T`, else nil.
     /// - Throws: `RecordTreeError.missingPage` when the snapshot has no such page.
     func cached<T: CachedPage>(_ pageID: UInt64, in snapshot: Snapshot) throws -> T? {
-        let location = snapshot.location(of: pageID)
+        let location = try snapshot.location(of: pageID)
         guard !location.isNone else { throw RecordTreeError.missingPage(pageID: pageID) }
         let key = Key(pageID: pageID, lsn: location.lsn)
         let entry = state.withLock { $0.table.get(key) }

@@ -39,7 +39,7 @@ package final class RecordStore: Sendable {
     /// A consistent view of every entity as of the latest commit.
     package func snapshot() throws -> RecordSnapshot {
         let snapshot = try log.snapshot()
-        let lsn = snapshot.location(of: StoreRoot.pageID).lsn
+        let lsn = try snapshot.location(of: StoreRoot.pageID).lsn
         if let cached = decodedRoot.withLock({ $0 }), cached.lsn == lsn {
             return RecordSnapshot(snapshot: snapshot, root: cached.root, cache: cache)
         }

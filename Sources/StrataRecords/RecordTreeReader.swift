@@ -251,7 +251,7 @@ package struct RecordTreeReader: Sendable {
         let proceed = try pages.withPage(pageID) { raw -> Bool in
             guard raw.first == NodeKind.leaf.rawValue else {
                 let node = try CachedNode(pageID: pageID, bytes: Array(raw))
-                cache.insert(node, pageID: pageID, lsn: snapshot.location(of: pageID).lsn)
+                cache.insert(node, pageID: pageID, lsn: try snapshot.location(of: pageID).lsn)
                 interior(node)
                 return true
             }

@@ -29,7 +29,7 @@ import StrataTestSupport
         #expect(failures.withLock { $0 }.isEmpty)
         let snapshot = try log.snapshot()
         var seen = Set<[UInt8]>()
-        for id in snapshot.pageIDs() {
+        for id in try snapshot.pageIDs() {
             let page = try #require(try snapshot.read(id))
             #expect(page.bytes.count == 2 && page.bytes[0] == UInt8(page.entityID))
             seen.insert(page.bytes)

@@ -20,9 +20,9 @@ import StrataTestSupport
             // Scans read through SequentialPageReader: it must verify exactly as Snapshot.read does.
             let reader = SequentialPageReader(snapshot)
             var viaReader: [UInt64: [UInt8]] = [:]
-            for id in snapshot.pageIDs() { viaReader[id] = try reader.withPage(id) { Array($0) } }
+            for id in try snapshot.pageIDs() { viaReader[id] = try reader.withPage(id) { Array($0) } }
             var recovered: [UInt64: [UInt8]] = [:]
-            for id in snapshot.pageIDs() {
+            for id in try snapshot.pageIDs() {
                 guard let page = try snapshot.read(id) else {
                     Issue.record("page \(id) listed but unreadable (\(context()))")
                     return nil

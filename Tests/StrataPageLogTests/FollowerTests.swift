@@ -348,7 +348,7 @@ import StrataTestSupport
             #expect(try contents(of: follower) == pages, "round \(round)")
             // The snapshot taken during the "migration" reads its pages before the cut (mapped:
             // checkpointed) or fails with a typed error; it never reads the new bytes as its own.
-            for id in migrating.pageIDs() {
+            for id in try migrating.pageIDs() {
                 do { _ = try migrating.read(id) } catch let error as PageLogError { #expect(error.isCorruption, "\(error)") }
             }
             try follower.close()

@@ -41,7 +41,7 @@ import Glibc
         let log = try PageLog.open(directory: directory, fileSystem: fs)
         #expect(log.recoveryReport.replayedTransactions > 0, "the fixture has an uncheckpointed tail to replay")
         let snapshot = try log.snapshot()
-        #expect(Set(snapshot.pageIDs()) == Set(expected.keys))
+        #expect(Set(try snapshot.pageIDs()) == Set(expected.keys))
         for (id, entry) in expected {
             let page = try #require(try snapshot.read(id))
             #expect(page.bytes.count == entry.length && CRC32C.checksum(page.bytes) == entry.crc, "page \(id)")
@@ -82,7 +82,7 @@ import Glibc
         try log.write { try $0.write(ids[1], bytes: random.recordLikeBytes(3000)) }
         var manifest = "# page-id length crc32c(hex) of every page after recovery\n"
         let snapshot = try log.snapshot()
-        for id in snapshot.pageIDs() {
+        for id in try snapshot.pageIDs() {
             let bytes = try #require(try snapshot.read(id)).bytes
             manifest += "\(id) \(bytes.count) \(String(CRC32C.checksum(bytes), radix: 16))\n"
         }

@@ -210,7 +210,7 @@ import StrataTestSupport
         try overwrite(200)
         let held = try log.snapshot()  // an old snapshot delays the deletion of what it reads
         let heldContents = try contents(of: log)
-        let heldSegments = Set(held.pageIDs().map { UInt64(held.location(of: $0).segment) })
+        let heldSegments = Set(try held.pageIDs().map { UInt64(try held.location(of: $0).segment) })
         try overwrite(100)
         let before = log.statistics
         #expect(Double(before.logBytes) > 3 * Double(before.liveBytes))
@@ -270,7 +270,7 @@ import StrataTestSupport
         try log.write(durability: .relaxed) { try $0.write(1, bytes: pageA) }
         try log.write(durability: .relaxed) { try $0.write(2, bytes: [UInt8](repeating: 0x42, count: 300)) }
         let snapshot = try log.snapshot()
-        let a = snapshot.location(of: 1), b = snapshot.location(of: 2)
+        let a = try snapshot.location(of: 1), b = try snapshot.location(of: 2)
         #expect(a.segment == b.segment && a.offset < b.offset)
         // Power loss: transaction A's frames never reached the disk, B's did.
         let name = storePath + "/" + String(repeating: "0", count: 15) + "\(a.segment).seg"

@@ -57,7 +57,7 @@ import StrataTestSupport
             }
         }
         let snapshot = try log.snapshot()
-        let locations = pages.keys.sorted().map { ($0, snapshot.location(of: $0)) }
+        let locations = try pages.keys.sorted().map { ($0, try snapshot.location(of: $0)) }
         for (id, location) in locations {
             // Damage the last stored byte or a random one: far past the few bytes asked for.
             let hex = String(location.segment, radix: 16)

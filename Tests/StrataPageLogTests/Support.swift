@@ -21,7 +21,7 @@ let storePath = "/store"
 func contents(of log: PageLog) throws -> [UInt64: [UInt8]] {
     let snapshot = try log.snapshot()
     var result: [UInt64: [UInt8]] = [:]
-    for id in snapshot.pageIDs() {
+    for id in try snapshot.pageIDs() {
         result[id] = try snapshot.read(id)?.bytes
     }
     return result

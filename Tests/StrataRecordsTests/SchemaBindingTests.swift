@@ -54,12 +54,12 @@ enum PersonV2 {
         let log = try PageLog.open(directory: "/s", fileSystem: fs)
         let store = RecordStore(log: log)
         let before = try log.snapshot()
-        let pagesBefore = Dictionary(uniqueKeysWithValues: before.pageIDs().map { ($0, before.location(of: $0)) })
+        let pagesBefore = Dictionary(uniqueKeysWithValues: try before.pageIDs().map { ($0, try before.location(of: $0)) })
         let binding = try store.bind(try Schema(version: .init(2, 0, 0), types: [PersonV2.Person.self]))
         #expect(binding.versionID == 2)
         // O(1): the new version wrote the catalog (and the store root naming it) — no record page.
         let after = try log.snapshot()
-        let changed = after.pageIDs().filter { after.location(of: $0) != pagesBefore[$0] }
+        let changed = try after.pageIDs().filter { try after.location(of: $0) != pagesBefore[$0] }
         #expect(changed.count <= 2, "pages rewritten by a lightweight change: \(changed)")
         // Old records read through the new version: the rename keeps values, the addition defaults.
         let snapshot = try store.snapshot()

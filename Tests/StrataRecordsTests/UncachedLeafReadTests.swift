@@ -62,7 +62,7 @@ import StrataTestSupport
         let root = RecordTreeTests.loadRoot(try snapshot.read(Self.rootPage))
         let cache = NodeCache()
         let reader = RecordTreeReader(snapshot: snapshot, root: root, cache: cache)
-        let lsn = snapshot.location(of: root.rootPageID).lsn
+        let lsn = try snapshot.location(of: root.rootPageID).lsn
         #expect(try reader.get(4) == Array(repeating: 4, count: 50))
         #expect(!cache.contains(pageID: root.rootPageID, lsn: lsn))  // first miss: read in part, not cached
         #expect(try reader.get(7) == Array(repeating: 7, count: 50))
@@ -100,7 +100,8 @@ import StrataTestSupport
         // Room for the root and six leaves.
         let leafBytes = try (0..<6).map { try #require(try snapshot.read(leaves[$0].pageID)?.bytes.count) }
         let cache = NodeCache(budget: rootBytes.count + leafBytes.reduce(0, +))
-        func cached(_ leaf: (firstID: UInt64, pageID: UInt64)) -> Bool { cache.contains(pageID: leaf.pageID, lsn: snapshot.location(of: leaf.pageID).lsn) }
+        let lsns = Dictionary(uniqueKeysWithValues: try leaves.map { ($0.pageID, try snapshot.location(of: $0.pageID).lsn) })
+        func cached(_ leaf: (firstID: UInt64, pageID: UInt64)) -> Bool { cache.contains(pageID: leaf.pageID, lsn: lsns[leaf.pageID] ?? 0) }
         let reader = RecordTreeReader(snapshot: snapshot, root: root, cache: cache)
         for _ in 0..<12 { for leaf in leaves[0..<6] { _ = try reader.get(leaf.firstID) } }
         #expect(leaves[0..<6].allSatisfy(cached), "six hot leaves fill the cache")
