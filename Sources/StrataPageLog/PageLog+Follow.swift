@@ -65,7 +65,6 @@ extension PageLog {
                 let loaded = try recover(directory: directory, fileSystem: fileSystem, options: options, segmentIDs: nil,
                                          created: false, readOnly: true) { ($0, $1) }
                 var recovery = loaded.0
-                recovery.pageCounts = try recovery.table.pageCountsBySegment()
                 guard try recovery.witnessIntact() else {
                     throw PageLogError.corruption(file: joinPath(directory, StoreFileNames.segment(recovery.end.segment)),
                                                   offset: recovery.witness?.offset ?? 0, reason: "the log was cut back while it was read")
@@ -105,6 +104,9 @@ extension PageLog {
                 return try reload(follower)
             }
             let advanced = recovery.lastLSN != follower.recovery.lastLSN
+            // Pages per segment are counted once the writer changed something (loading every
+            // pending chunk, invariant 28), then kept up by replay.
+            if advanced && recovery.pageCounts == nil { recovery.pageCounts = try recovery.table.pageCountsBySegment() }
             recovery.releaseUnreferencedSegments()
             follower.recovery = recovery
             if advanced { publish(recovery) }

@@ -244,9 +244,9 @@ struct Recovery {
         let entriesPerChunk = Int(root.chunkEntries)
         chunksNeedRewrite = entriesPerChunk != PageTable.chunkEntries
         if !chunksNeedRewrite { fullChunks = [Bool](repeating: false, count: root.chunks.count) }
-        // A writer leaves the chunks pending (invariant 28) unless they must be rewritten at
-        // another size; a follower loads them all (it counts pages per segment).
-        let lazy = !readOnly && !chunksNeedRewrite
+        // The chunks are left pending (invariant 28) unless a writer must rewrite them at
+        // another size.
+        let lazy = !chunksNeedRewrite
         let segmentIDs = Set(files.keys)
         var scratch: [UInt8] = []
         for (index, location) in root.chunks.enumerated() where !location.isNone {
