@@ -165,11 +165,15 @@ package struct PageTable: Sendable {
     }
 }
 
-/// A checkpointed page table chunk a writer's open did not read: read, verified and decoded
-/// at its first lookup, then kept (invariant 28). Thread-safety: the entries are loaded
-/// under the mutex, so concurrent first lookups load once; a failed load is not remembered
-/// (the next lookup tries again, and throws again on a damaged frame).
-final class PendingChunk: Sendable {
+/// A checkpointed page table chunk open did not read: read, verified and decoded at its first
+/// lookup, then kept (invariant 28). A failed load is not remembered (the next lookup tries
+/// again, and throws again on a damaged frame).
+///
+/// Thread-safety (`@unchecked Sendable`): `loaded` is written once, under `loadLock`, before
+/// `isLoaded` is set (releasing); it is read only after `isLoaded` was seen set (acquiring),
+/// so lookups of a loaded chunk take no lock — snapshots of a store nobody writes keep their
+/// chunks pending for good.
+final class PendingChunk: @unchecked Sendable {
     let index: Int
     let location: PageLocation
     let file: any StorageFile
@@ -178,7 +182,9 @@ final class PendingChunk: Sendable {
     let nextPageID: UInt64
     /// The segments the log had at open: every entry's segment is one of them.
     let segments: Set<UInt64>
-    private let loaded = Mutex<[PageLocation]?>(nil)
+    private let isLoaded = Atomic<Bool>(false)
+    private nonisolated(unsafe) var loaded: [PageLocation] = []
+    private let loadLock = Mutex<Void>(())
 
     init(index: Int, location: PageLocation, file: any StorageFile, entriesPerChunk: Int, nextPageID: UInt64, segments: Set<UInt64>) {
         self.index = index
@@ -190,16 +196,22 @@ final class PendingChunk: Sendable {
     }
 
     /// The chunk's entries: empty when it holds no page, else `entriesPerChunk` long.
+    @inline(__always)
     func entries() throws -> [PageLocation] {
-        try loaded.withLock { loaded in
-            if let loaded { return loaded }
+        if isLoaded.load(ordering: .acquiring) { return loaded }
+        return try load()
+    }
+
+    private func load() throws -> [PageLocation] {
+        try loadLock.withLock { _ in
+            if isLoaded.load(ordering: .acquiring) { return loaded }
             var scratch: [UInt8] = []
             let (entries, present) = try Recovery.readChunk(index, at: location, in: file, entries: entriesPerChunk, scratch: &scratch)
             var seen = Set<UInt64>()
             try Recovery.checkChunk(entries, index: index, at: location, in: file, nextPageID: nextPageID, seen: &seen) { segments.contains($0) }
-            let result = present > 0 ? entries : []
-            loaded = result
-            return result
+            loaded = present > 0 ? entries : []
+            isLoaded.store(true, ordering: .releasing)
+            return loaded
         }
     }
 }
