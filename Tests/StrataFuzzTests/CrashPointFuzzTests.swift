@@ -272,9 +272,9 @@ import StrataTestSupport
 
     @Test func everySyncPointOfEveryOperation() throws {
         var (_, random) = FuzzConfiguration.generator(for: "crash-points")
-        // Bases at versions 1, 2 and 4 (so the migration runs every kind of stage), more with
-        // STRATA_FUZZ_ITERATIONS.
-        let versions = (0..<(3 * FuzzConfiguration.multiplier)).map { [1, 2, 4][$0 % 3] }
+        // Bases at versions 1, 2, 4 and 3 (so the migration runs every kind of stage), more
+        // with STRATA_FUZZ_ITERATIONS.
+        let versions = (0..<(4 * FuzzConfiguration.multiplier)).map { [1, 2, 4, 3][$0 % 4] }
         var crashPoints = 0
         var figures: [String: Int] = [:]
         for (index, version) in versions.enumerated() {

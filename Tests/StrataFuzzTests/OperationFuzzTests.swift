@@ -14,12 +14,12 @@ import StrataTestSupport
     #if DEBUG
     static let steps = 150
     #else
-    static let steps = 700
+    static let steps = 1_000
     #endif
 
     @Test func randomOperationsMatchTheModel() throws {
         var (_, random) = FuzzConfiguration.generator(for: "operations")
-        let sequences = 4 * FuzzConfiguration.multiplier
+        let sequences = 6 * FuzzConfiguration.multiplier
         var counts: [String: Int] = [:]
         var operations = 0
         for sequence in 0..<sequences {
