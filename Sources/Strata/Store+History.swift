@@ -9,17 +9,19 @@ extension Store {
     /// Makes `transaction` journal its record changes as `author`'s (Architecture.md,
     /// invariant 26), when the journal is on.
     func beginJournal(_ transaction: RecordTransaction, author: String?) {
-        Self.beginJournal(transaction, author: author, configuration: configuration, tombstoneAttributes: tombstoneAttributes)
+        Self.beginJournal(transaction, author: author, configuration: configuration, tombstoneAttributes: tombstoneAttributes,
+                          visibleProperties: journalProperties)
     }
 
     /// Makes `transaction` journal its record changes, as `beginJournal(_:author:)` does, for
     /// a store opened with `configuration` (migrations, before the store is bound).
     static func beginJournal(_ transaction: RecordTransaction, author: String?, configuration: Configuration,
-                             tombstoneAttributes: [UInt32: Set<UInt32>] = [:]) {
+                             tombstoneAttributes: [UInt32: Set<UInt32>] = [:], visibleProperties: [UInt32: [UInt32: Value]] = [:]) {
         guard configuration.history.isEnabled, !configuration.isReadOnly else { return }
         let now = Self.microseconds(Date())
         let recorder = transaction.journal(author: author, timestamp: max(now, transaction.historyRoot?.lastTimestamp ?? 0))
         recorder.tombstoneAttributes = tombstoneAttributes
+        recorder.visibleProperties = visibleProperties
         transaction.historyLimits = HistoryLimits(
             maximumAge: configuration.history.maximumAge.map { Self.microseconds($0) },
             maximumBytes: configuration.history.maximumBytes.map { UInt64(max(0, $0)) }, now: now)
@@ -42,6 +44,19 @@ extension Store {
         let (seconds, attoseconds) = duration.components
         let (product, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000)
         return overflow ? (seconds > 0 ? .max : 0) : max(0, product.addingReportingOverflow(attoseconds / 1_000_000_000_000).partialValue)
+    }
+
+    /// Per entity id of the bound version, its properties (inherited ones included) and the
+    /// value a read gives a record lacking each one (`HistoryRecorder.visibleProperties`).
+    static func journalProperties(of binding: SchemaBinding) -> [UInt32: [UInt32: Value]] {
+        var result: [UInt32: [UInt32: Value]] = [:]
+        for entity in binding.version.entities {
+            var properties: [UInt32: Value] = [:]
+            for attribute in binding.version.resolvedAttributes(ofEntity: entity.id) { properties[attribute.id] = attribute.defaultValue }
+            for relationship in binding.version.resolvedRelationships(ofEntity: entity.id) { properties[relationship.id] = .null }
+            result[entity.id] = properties
+        }
+        return result
     }
 
     /// Per entity id, the ids of the attributes (inherited ones included) marked

@@ -77,6 +77,9 @@ public final class Store: Sendable {
     let uniqueAttributes: [UInt32: [(attributeID: UInt32, defaultKey: [UInt8])]]
     /// Per entity id, the attributes whose values a deleted record leaves in the journal.
     let tombstoneAttributes: [UInt32: Set<UInt32>]
+    /// Per entity id, the bound version's properties and the values records lacking them read
+    /// as: updates are journaled as the app reads records (`HistoryRecorder.visibleProperties`).
+    let journalProperties: [UInt32: [UInt32: Value]]
     /// How many fetches read an index, and how many scanned (per entity tree read).
     let fetchPlans = FetchPlanCounts()
     /// Next identifier to hand out per root entity id (ids are reserved in memory at insert,
@@ -135,6 +138,7 @@ public final class Store: Sendable {
             }
             uniqueAttributes = uniques
             tombstoneAttributes = Self.tombstoneAttributes(of: schema, binding: binding)
+            journalProperties = Self.journalProperties(of: binding)
             follower = records.log.isFollower ? try StoreFollower(records: records) : nil
         }
         self.records = records

@@ -199,6 +199,15 @@ package final class HistoryRecorder {
     package var tombstoneAttributes: [UInt32: Set<UInt32>] = [:]
     /// Record per entity how many records changed instead of each change (migrations).
     package var summarizes = false
+    /// Per entity id, the properties (attributes and relationships) of the schema version the
+    /// writer is bound to, each with the value a read gives a record that lacks it (its catalog
+    /// default; `.null` for none). Updates and tombstones are journaled as the app reads the
+    /// record: a property absent from the stored bytes counts as that value — a record written
+    /// before an attribute was added with a default reads as the default, so writing it back
+    /// unchanged changes nothing — and a property the version does not have (a removed
+    /// attribute still in old records' bytes) is no change. Entities not listed are compared
+    /// field by field as stored.
+    package var visibleProperties: [UInt32: [UInt32: Value]] = [:]
 
     let tree: RecordTreeWriter
     private var buffer = ByteWriter(capacity: 256)
@@ -239,18 +248,29 @@ package final class HistoryRecorder {
         } catch {
             throw RecordTreeError.invalidRecord(entityID: entityID, recordID: id, reason: error.reason)
         }
+        let visible = visibleProperties[entityID]
         var changed: [UInt32] = [], oldFields: [(id: UInt32, value: Value)] = [], newFields: [(id: UInt32, value: Value)] = []
+        /// Compares one property's stored values (nil: absent) as a read sees them.
+        func compare(_ id: UInt32, _ stored: Value?, _ written: Value?) {
+            var oldValue = stored ?? .null, newValue = written ?? .null
+            if let visible {
+                guard let absent = visible[id] else { return }  // not a property of the app's version
+                if stored == nil { oldValue = absent }
+                if written == nil { newValue = absent }
+            }
+            guard oldValue != newValue else { return }
+            changed.append(id)
+            if !oldValue.isNull { oldFields.append((id, oldValue)) }
+            if !newValue.isNull { newFields.append((id, newValue)) }
+        }
         var i = 0, j = 0
         while i < before.count || j < after.count {
             if j == after.count || (i < before.count && before[i].id < after[j].id) {
-                changed.append(before[i].id); oldFields.append(before[i]); i += 1
+                compare(before[i].id, before[i].value, nil); i += 1
             } else if i == before.count || after[j].id < before[i].id {
-                changed.append(after[j].id); newFields.append(after[j]); j += 1
+                compare(after[j].id, nil, after[j].value); j += 1
             } else {
-                if before[i].value != after[j].value {
-                    changed.append(before[i].id); oldFields.append(before[i]); newFields.append(after[j])
-                }
-                i += 1; j += 1
+                compare(before[i].id, before[i].value, after[j].value); i += 1; j += 1
             }
         }
         guard !changed.isEmpty else { return }
@@ -263,7 +283,13 @@ package final class HistoryRecorder {
         var tombstone: [UInt8] = []
         if let kept = tombstoneAttributes[entityID], !kept.isEmpty {
             do {
-                tombstone = RecordCodec.encode(fields: try RecordCodec.decodeFields(old).filter { kept.contains($0.id) })
+                // The kept attributes' values as a read gives them (see `visibleProperties`).
+                let stored = Dictionary(try RecordCodec.decodeFields(old).map { ($0.id, $0.value) }, uniquingKeysWith: { first, _ in first })
+                let visible = visibleProperties[entityID]
+                tombstone = RecordCodec.encode(fields: kept.sorted().compactMap { id in
+                    guard let value = stored[id] ?? visible?[id], !value.isNull else { return nil }
+                    return (id: id, value: value)
+                })
             } catch {
                 throw RecordTreeError.invalidRecord(entityID: entityID, recordID: id, reason: error.reason)
             }
