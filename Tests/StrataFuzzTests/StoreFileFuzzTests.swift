@@ -1,0 +1,291 @@
+import FoundationEssentials
+import Testing
+import StrataFormat
+import StrataIO
+import StrataTestSupport
+@testable import Strata
+
+// Store-file fuzzing (issue 6, item 3): a real small store (FzStore: two entities, a unique and
+// an indexed attribute, overflowed records, a journal, a completed custom migration with
+// quarantined records, several segment files) damaged — bit flips, truncation, zeroed ranges,
+// two frames exchanged, a stale older frame put back at its offset, an older copy of a whole
+// file put back — then opened, read record by record and by predicates (indexed and scanned),
+// its history fetched, verified, and migrated on (a lightweight and a custom stage).
+//
+// Every operation must return correct data or throw one of the acceptable `StrataError`s:
+// `.corruption`, `.unsupportedFormatVersion`, `.io` (a read past a truncated file), or
+// `.migrationFailed` whose category is `storage` (the store could not be read).
+// Correct data is the records of one committed state of the store — all entities from the
+// same one: the newest, or an older one when the damage cut the log's tail (the same outcome
+// as a crash that lost the tail) or put an older file back — together with every fetch's
+// answer on that state; the migration must give that state's records, transformed. When
+// `verify()` reports no problem, every record read must equal that state's.
+
+enum StoreMutation: CaseIterable, CustomStringConvertible {
+    case bitFlip, truncate, zeroRange, swapFrames, staleFrame, staleFile
+
+    var description: String {
+        switch self {
+        case .bitFlip: "bit flip"
+        case .truncate: "truncation"
+        case .zeroRange: "zeroed range"
+        case .swapFrames: "frames swapped"
+        case .staleFrame: "stale frame put back"
+        case .staleFile: "older file put back"
+        }
+    }
+
+    /// Applies the mutation to one file of `files`; returns what was done (nil: not applicable
+    /// to the file drawn).
+    func apply(to files: inout [String: [UInt8]], older: [[String: [UInt8]]], _ random: inout SeededRandom) -> String? {
+        let names = files.keys.sorted()
+        // Files drawn by size (the superblock file as often as a segment).
+        let name = names[Int(random.next() % UInt64(names.count))]
+        guard var bytes = files[name] else { return nil }
+        func position() -> Int { bytes.isEmpty ? 0 : Int(random.next() % UInt64(bytes.count)) }
+        var what: String
+        switch self {
+        case .bitFlip:
+            guard !bytes.isEmpty else { return nil }
+            let at = position()
+            // Near the start of a frame as often as anywhere: headers are where lengths live.
+            let frames = fzFrames(of: bytes)
+            let target = !frames.isEmpty && random.next() % 2 == 0
+                ? min(bytes.count - 1, frames[Int(random.next() % UInt64(frames.count))].offset + Int(random.next() % 64)) : at
+            bytes[target] ^= 1 << UInt8(random.next() % 8)
+            what = "bit flip at \(target)"
+        case .truncate:
+            let length = position()
+            bytes.removeLast(bytes.count - length)
+            what = "truncated to \(length)"
+        case .zeroRange:
+            guard !bytes.isEmpty else { return nil }
+            let start = position(), end = min(bytes.count, start + 1 + Int(random.next() % 4_096))
+            bytes.replaceSubrange(start..<end, with: repeatElement(0, count: end - start))
+            what = "zeroed \(start)..<\(end)"
+        case .swapFrames:
+            let frames = fzFrames(of: bytes)
+            guard frames.count >= 2 else { return nil }
+            var first = Int(random.next() % UInt64(frames.count)), second = Int(random.next() % UInt64(frames.count - 1))
+            if second >= first { second += 1 }
+            if first > second { swap(&first, &second) }
+            let a = frames[first], b = frames[second]
+            let aBytes = bytes[a.offset..<(a.offset + a.length)], bBytes = bytes[b.offset..<(b.offset + b.length)]
+            bytes = Array(bytes[..<a.offset]) + bBytes + bytes[(a.offset + a.length)..<b.offset] + aBytes + bytes[(b.offset + b.length)...]
+            what = "frames at \(a.offset) and \(b.offset) swapped"
+        case .staleFrame:
+            // An older version of a page (a frame the log still holds, or one of an older copy
+            // of the files) written over the frame of a newer version of the same page.
+            let frames = fzFrames(of: bytes).filter { $0.header.kind == .page }
+            var versions: [(frame: [UInt8], lsn: UInt64, pageID: UInt64)] = []
+            for source in [files] + older {
+                for (path, contents) in source where path.hasSuffix(".seg") {
+                    for frame in fzFrames(of: contents) where frame.header.kind == .page {
+                        versions.append((Array(contents[frame.offset..<(frame.offset + frame.length)]), frame.header.lsn, frame.header.pageID))
+                    }
+                }
+            }
+            let candidates = frames.flatMap { newer in
+                versions.filter { $0.pageID == newer.header.pageID && $0.lsn < newer.header.lsn }.map { (newer, $0) }
+            }
+            guard !candidates.isEmpty else { return nil }
+            let (newer, stale) = candidates[Int(random.next() % UInt64(candidates.count))]
+            let end = min(bytes.count, newer.offset + stale.frame.count)
+            bytes.replaceSubrange(newer.offset..<end, with: stale.frame.prefix(end - newer.offset))
+            what = "page \(stale.pageID) of LSN \(stale.lsn) put over its LSN \(newer.header.lsn) frame at \(newer.offset)"
+        case .staleFile:
+            let copies = older.compactMap { $0[name] }.filter { $0 != bytes }
+            guard !copies.isEmpty else { return nil }
+            bytes = copies[Int(random.next() % UInt64(copies.count))]
+            what = "older copy (\(bytes.count) bytes)"
+        }
+        files[name] = bytes
+        return "\(name): \(what)"
+    }
+}
+
+@Suite struct StoreFileFuzzTests {
+    /// What one damaged store gave.
+    enum Outcome { case newest, older, typedError }
+
+    struct Tally {
+        var runs = 0, files = 0, newest = 0, older = 0, typedErrors = 0, verifiedClean = 0, verifyProblems = 0, migrated = 0
+        var errors: [String: Int] = [:]
+    }
+
+    /// Whether `error` is one a damaged store may throw.
+    static func isAcceptable(_ error: any Error) -> Bool {
+        guard let error = error as? StrataError else { return false }
+        switch error {
+        case .corruption, .unsupportedFormatVersion, .io: return true
+        case .migrationFailed(let report): return report.category == .storage
+        default: return false
+        }
+    }
+
+    static func kind(_ error: any Error) -> String {
+        guard let error = error as? StrataError else { return "untyped" }
+        switch error {
+        case .corruption: return "corruption"
+        case .unsupportedFormatVersion: return "unsupportedFormatVersion"
+        case .io: return "io"
+        case .migrationFailed(let report): return "migrationFailed(\(report.category.rawValue))"
+        default: return "other"
+        }
+    }
+
+    /// Opens the damaged `files`, reads everything, verifies, migrates; checks every answer.
+    static func run(_ files: [String: [UInt8]], reference: FzStore, tally: inout Tally, _ context: String) {
+        let fs = MemoryFileSystem(files: files)
+        var state: FzState?
+        func fail(_ error: any Error, _ step: String) {
+            tally.errors[kind(error), default: 0] += 1
+            if !isAcceptable(error) { Issue.record("\(step): unacceptable error \(type(of: error)): \(error) (\(context))") }
+        }
+        // Open, read, fetch, history, verify.
+        do {
+            let store = try Store(at: FzStore.path, schema: FzV2.self, migrationPlan: FzPlanV2.self, configuration: FzStore.configuration(),
+                                  fileSystem: fs)
+            defer { try? store.close() }
+            let read = Context(store)
+            var found = FzState()
+            for item in try read.fetch(FetchDescriptor<FzV2.Item>()) { found.items[item.id.rawValue] = item.record }
+            for tag in try read.fetch(FetchDescriptor<FzV1.Tag>()) { found.tags[tag.id.rawValue] = tag.record }
+            guard let index = reference.states.lastIndex(of: found) else {
+                Issue.record("records equal no committed state: \(found.items.count) items, \(found.tags.count) tags (\(context))")
+                return
+            }
+            state = found
+            // Each record by id; fetches with predicates (indexed, unique, scanned) against the state.
+            for (id, item) in found.items {
+                let again = try read.record(for: RecordID<FzV2.Item>(rawValue: id))
+                #expect(again == item, "item \(id) by id (\(context))")
+            }
+            let ranked = try read.fetch(FetchDescriptor<FzV2.Item>(predicate: #Predicate { $0.rank >= 3 && $0.rank < 9 }))
+            #expect(Set(ranked.map(\.id.rawValue)) == Set(found.items.filter { $0.value.rank >= 3 && $0.value.rank < 9 }.keys),
+                    "indexed range fetch (\(context))")
+            let equal = try read.fetch(FetchDescriptor<FzV2.Item>(predicate: #Predicate { $0.rank == 4 }))
+            #expect(Set(equal.map(\.id.rawValue)) == Set(found.items.filter { $0.value.rank == 4 }.keys), "indexed equality fetch (\(context))")
+            let named = try read.fetch(FetchDescriptor<FzV2.Item>(predicate: #Predicate { $0.name == "item 8" }))
+            #expect(named.map(\.record) == found.items.values.filter { $0.name == "item 8" }, "unique fetch (\(context))")
+            let heavy = try read.fetch(FetchDescriptor<FzV1.Tag>(predicate: #Predicate { $0.weight > 4 }))
+            #expect(Set(heavy.map(\.id.rawValue)) == Set(found.tags.filter { $0.value.weight > 4 }.keys), "scanned fetch (\(context))")
+            // The journal: every transaction returned is the one committed under its token.
+            let history = try store.fetchHistory()
+            if index == reference.states.count - 1 {
+                #expect(history == reference.history, "history of the newest state (\(context))")
+            }
+            for transaction in history where transaction.token <= reference.history.last?.token ?? .init(rawValue: 0) {
+                if let committed = reference.history.first(where: { $0.token == transaction.token }) {
+                    #expect(transaction == committed, "history transaction \(transaction.token) (\(context))")
+                }
+            }
+            let report = try store.verify()
+            if report.isValid {
+                tally.verifiedClean += 1
+                // Verified sound: what was read is exactly one committed state (checked above),
+                // and again now, after verify read every page.
+                var again = FzState()
+                for item in try read.fetch(FetchDescriptor<FzV2.Item>()) { again.items[item.id.rawValue] = item.record }
+                for tag in try read.fetch(FetchDescriptor<FzV1.Tag>()) { again.tags[tag.id.rawValue] = tag.record }
+                #expect(again == found, "a verified store reads differently (\(context))")
+            } else {
+                tally.verifyProblems += 1
+            }
+            if index == reference.states.count - 1 { tally.newest += 1 } else { tally.older += 1 }
+        } catch {
+            tally.typedErrors += 1
+            fail(error, "open and read")
+        }
+        // Migrate on: V2 → V3 (lightweight) → V4 (custom).
+        do {
+            let store = try Store(at: FzStore.path, schema: FzV4.self, migrationPlan: FzPlanV4.self, configuration: FzStore.configuration(),
+                                  fileSystem: fs)
+            defer { try? store.close() }
+            let read = Context(store)
+            var items: [UInt64: FzV4.Item] = [:]
+            for item in try read.fetch(FetchDescriptor<FzV4.Item>()) { items[item.id.rawValue] = item.record }
+            var tags: [UInt64: FzV1.Tag] = [:]
+            for tag in try read.fetch(FetchDescriptor<FzV1.Tag>()) { tags[tag.id.rawValue] = tag.record }
+            if let state {
+                #expect(items == state.items.mapValues(fzRewrite) && tags == state.tags, "migrated records (\(context))")
+            } else {
+                // The first open failed; the migration may still succeed (it reads less): its
+                // records must then be one committed state's, transformed.
+                #expect(reference.states.contains { $0.items.mapValues(fzRewrite) == items && $0.tags == tags },
+                        "migrated records equal no committed state (\(context))")
+            }
+            tally.migrated += 1
+        } catch {
+            fail(error, "migration")
+        }
+    }
+
+    /// Found by this campaign: a migration failing because the store's bytes are damaged was
+    /// reported with the category of the step it was in (`schemaChange`) instead of `storage`.
+    @Test func fuzzFinding1_migrationOnDamagedStoreReportsStorage() throws {
+        var random = SeededRandom(seed: 0x5704_A6E)
+        let reference = try FzStore.build(&random)
+        var failures = 0
+        // Each live page frame of the newest segment damaged in turn; the migration reads them.
+        let newest = reference.files.keys.filter { $0.hasSuffix(".seg") }.sorted().last ?? ""
+        for frame in fzFrames(of: reference.files[newest] ?? []) where frame.header.kind == .page {
+            var files = reference.files
+            files[newest]?[frame.offset + FrameHeader.size] ^= 0x40
+            let fs = MemoryFileSystem(files: files)
+            do {
+                let store = try Store(at: FzStore.path, schema: FzV4.self, migrationPlan: FzPlanV4.self, configuration: FzStore.configuration(),
+                                      fileSystem: fs)
+                try store.close()
+            } catch StrataError.migrationFailed(let report) {
+                failures += 1
+                #expect(report.category == .storage, "page \(frame.header.pageID) at \(frame.offset): \(report)")
+            } catch {
+                #expect(Self.isAcceptable(error), "page \(frame.header.pageID) at \(frame.offset): \(error)")
+            }
+        }
+        #expect(failures > 0)
+    }
+
+    @Test func damagedStoresGiveCorrectDataOrTypedErrors() throws {
+        let started = ContinuousClock.now
+        let (seed, base) = FuzzConfiguration.generator(for: "store files")
+        var random = base
+        let reference = try FzStore.build(&random)
+        #expect(reference.quarantined > 0 && reference.files.keys.filter { $0.hasSuffix(".seg") }.count >= 3)
+        // The undamaged store reads as its newest state, closed or not.
+        var tally = Tally()
+        Self.run(reference.files, reference: reference, tally: &tally, "undamaged, seed \(seed)")
+        Self.run(reference.tailFiles, reference: reference, tally: &tally, "undamaged tail, seed \(seed)")
+        #expect(tally.newest == 2 && tally.migrated == 2 && tally.verifiedClean == 2)
+        tally = Tally()
+        let runs = 1_000 * FuzzConfiguration.multiplier
+        var byMutation: [String: Int] = [:]
+        for run in 0..<runs {
+            // Half the runs damage the closed store, half the one whose newest commits are in
+            // the log's tail (replayed at open).
+            var files = run % 2 == 0 ? reference.files : reference.tailFiles
+            var done: [String] = [run % 2 == 0 ? "closed" : "tail"]
+            for _ in 0..<(random.next() % 4 == 0 ? 2 : 1) {
+                var attempts = 0
+                while attempts < 10 {
+                    attempts += 1
+                    let mutation = StoreMutation.allCases[Int(random.next() % UInt64(StoreMutation.allCases.count))]
+                    if let what = mutation.apply(to: &files, older: reference.olderFiles, &random) {
+                        done.append(what)
+                        byMutation[mutation.description, default: 0] += 1
+                        break
+                    }
+                }
+            }
+            tally.runs += 1
+            tally.files += done.count - 1
+            Self.run(files, reference: reference, tally: &tally, "run \(run): \(done.joined(separator: "; ")), seed \(seed)")
+        }
+        FuzzConfiguration.report("store-files", ["files": tally.files, "mutations": tally.files, "stores": tally.runs,
+                                                 "newest": tally.newest, "older": tally.older, "typedErrors": tally.typedErrors,
+                                                 "verifiedClean": tally.verifiedClean, "verifyProblems": tally.verifyProblems,
+                                                 "migrated": tally.migrated, "ms": Int((ContinuousClock.now - started) / .milliseconds(1))])
+        print("fuzz: store-files mutations \(byMutation.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")); errors \(tally.errors.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " "))")
+    }
+}
