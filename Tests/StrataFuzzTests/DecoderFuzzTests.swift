@@ -460,7 +460,7 @@ struct HandCoded: PersistentRecord, Equatable {
         let started = ContinuousClock.now
         let (seed, base) = FuzzConfiguration.generator(for: "decoders")
         var random = base
-        let perDecoder = 3_000 * FuzzConfiguration.multiplier
+        let perDecoder = 20_000 * FuzzConfiguration.multiplier
         var inputs = 0, accepted = 0, seeds = 0
         for decoder in decoders {
             #expect(!decoder.seeds.isEmpty, "\(decoder.name): no valid encoding to mutate")
@@ -489,5 +489,37 @@ struct HandCoded: PersistentRecord, Equatable {
         }
         FuzzConfiguration.report("decoders", ["decoders": decoders.count, "seeds": seeds, "inputs": inputs, "decoded": accepted,
                                                 "ms": Int((ContinuousClock.now - started) / .milliseconds(1))])
+    }
+}
+
+/// Allocations sized by a stored number before the bytes confirm it (found reviewing the
+/// decoders for this campaign).
+@Suite struct DecoderAllocationTests {
+    /// A page table chunk's entry count comes from the checkpoint root; the array for the
+    /// entries was allocated before the payload's size was compared with it, so a huge count
+    /// trapped (or allocated gigabytes) instead of throwing.
+    @Test func tableChunkCountIsCheckedBeforeAllocating() {
+        let location = PageLocation(segment: 1, offset: 64, length: 120, lsn: 3)
+        let bytes = TableChunkCodec.encode([location])
+        for entries in [1 << 40, Int.max, Int.max / PageLocation.encodedSize + 1, -1, 0, 2] {
+            #expect(throws: FormatError.self, "\(entries) entries") { try TableChunkCodec.decode(bytes, entries: entries) }
+        }
+        #expect((try? TableChunkCodec.decode(bytes, entries: 1)) == [location])
+    }
+
+    /// An overflowed record's stored length reserved that many bytes (up to 64 MiB) before its
+    /// chunks were read; now at most what its chunks can hold, judged by the first one, and a
+    /// record whose chunks hold less than the length is corruption.
+    @Test func overflowLengthIsNotTrustedWithAnAllocation() throws {
+        let forged = OverflowReference(length: UInt64(FrameHeader.maximumRawLength), chunks: [5])
+        #expect(OverflowReader.reservation(for: forged, firstChunk: 100) == 100)
+        #expect(OverflowReader.reservation(for: OverflowReference(length: 250, chunks: [5, 6, 7]), firstChunk: 100) == 250)
+        #expect(throws: RecordTreeError.self) {
+            _ = try OverflowReader.assemble(forged) { _ in [UInt8](repeating: 1, count: 100) }
+        }
+        let whole = try OverflowReader.assemble(OverflowReference(length: 250, chunks: [5, 6, 7])) { id in
+            [UInt8](repeating: UInt8(id), count: id == 7 ? 50 : 100)
+        }
+        #expect(whole == [UInt8](repeating: 5, count: 100) + [UInt8](repeating: 6, count: 100) + [UInt8](repeating: 7, count: 50))
     }
 }

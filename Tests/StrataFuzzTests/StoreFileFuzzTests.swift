@@ -109,7 +109,7 @@ enum StoreMutation: CaseIterable, CustomStringConvertible {
     enum Outcome { case newest, older, typedError }
 
     struct Tally {
-        var runs = 0, files = 0, newest = 0, older = 0, typedErrors = 0, verifiedClean = 0, verifyProblems = 0, migrated = 0
+        var runs = 0, files = 0, newest = 0, older = 0, typedErrors = 0, verifiedClean = 0, verifyProblems = 0, migrated = 0, readOnly = 0
         var errors: [String: Int] = [:]
     }
 
@@ -135,12 +135,32 @@ enum StoreMutation: CaseIterable, CustomStringConvertible {
     }
 
     /// Opens the damaged `files`, reads everything, verifies, migrates; checks every answer.
-    static func run(_ files: [String: [UInt8]], reference: FzStore, tally: inout Tally, _ context: String) {
+    static func run(_ files: [String: [UInt8]], reference: FzStore, readOnly: Bool = true, tally: inout Tally, _ context: String) {
         let fs = MemoryFileSystem(files: files)
         var state: FzState?
         func fail(_ error: any Error, _ step: String) {
             tally.errors[kind(error), default: 0] += 1
             if !isAcceptable(error) { Issue.record("\(step): unacceptable error \(type(of: error)): \(error) (\(context))") }
+        }
+        // Read-only (a reader process: no recovery written, no migration): one committed
+        // state's records, or a typed error (`migrationRequired` too, for a state from before
+        // the migration).
+        if readOnly {
+            do {
+                var configuration = FzStore.configuration()
+                configuration.isReadOnly = true
+                let store = try Store(at: FzStore.path, schema: FzV2.self, migrationPlan: nil, configuration: configuration, fileSystem: fs)
+                defer { try? store.close() }
+                let read = Context(store)
+                var found = FzState()
+                for item in try read.fetch(FetchDescriptor<FzV2.Item>()) { found.items[item.id.rawValue] = item.record }
+                for tag in try read.fetch(FetchDescriptor<FzV1.Tag>()) { found.tags[tag.id.rawValue] = tag.record }
+                #expect(reference.states.contains(found), "read-only: records equal no committed state (\(context))")
+                tally.readOnly += 1
+            } catch StrataError.migrationRequired {
+            } catch {
+                fail(error, "read-only open and read")
+            }
         }
         // Open, read, fetch, history, verify.
         do {
@@ -179,6 +199,9 @@ enum StoreMutation: CaseIterable, CustomStringConvertible {
                 if let committed = reference.history.first(where: { $0.token == transaction.token }) {
                     #expect(transaction == committed, "history transaction \(transaction.token) (\(context))")
                 }
+            }
+            if index == reference.states.count - 1 {
+                #expect(try store.quarantinedRecords().count == reference.quarantined, "quarantine (\(context))")
             }
             let report = try store.verify()
             if report.isValid {
@@ -259,7 +282,7 @@ enum StoreMutation: CaseIterable, CustomStringConvertible {
         Self.run(reference.tailFiles, reference: reference, tally: &tally, "undamaged tail, seed \(seed)")
         #expect(tally.newest == 2 && tally.migrated == 2 && tally.verifiedClean == 2)
         tally = Tally()
-        let runs = 1_000 * FuzzConfiguration.multiplier
+        let runs = 8_000 * FuzzConfiguration.multiplier
         var byMutation: [String: Int] = [:]
         for run in 0..<runs {
             // Half the runs damage the closed store, half the one whose newest commits are in
@@ -280,12 +303,12 @@ enum StoreMutation: CaseIterable, CustomStringConvertible {
             }
             tally.runs += 1
             tally.files += done.count - 1
-            Self.run(files, reference: reference, tally: &tally, "run \(run): \(done.joined(separator: "; ")), seed \(seed)")
+            Self.run(files, reference: reference, readOnly: run % 4 < 2, tally: &tally, "run \(run): \(done.joined(separator: "; ")), seed \(seed)")
         }
         FuzzConfiguration.report("store-files", ["files": tally.files, "mutations": tally.files, "stores": tally.runs,
                                                  "newest": tally.newest, "older": tally.older, "typedErrors": tally.typedErrors,
                                                  "verifiedClean": tally.verifiedClean, "verifyProblems": tally.verifyProblems,
-                                                 "migrated": tally.migrated, "ms": Int((ContinuousClock.now - started) / .milliseconds(1))])
+                                                 "migrated": tally.migrated, "readOnlyReads": tally.readOnly, "ms": Int((ContinuousClock.now - started) / .milliseconds(1))])
         print("fuzz: store-files mutations \(byMutation.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")); errors \(tally.errors.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " "))")
     }
 }
