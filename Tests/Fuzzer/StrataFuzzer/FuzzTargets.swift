@@ -17,7 +17,7 @@ import Glibc
 enum FuzzTarget: UInt8, CaseIterable {
     case superblock, segmentHeader, frame, lz4, commitRecord, checkpointRoot, tableChunk, recordCodec,
          schemaCatalog, storeRoot, historyPart, quarantineRoot, quarantineEntry, indexNode, leafNode,
-         interiorNode, overflowReference, typedRecord, store
+         interiorNode, overflowReference, typedRecord, store, forgedStore
 
     init(selector: UInt8) {
         self = FuzzTarget(rawValue: selector % UInt8(FuzzTarget.allCases.count)) ?? .store
@@ -103,6 +103,11 @@ func runFuzzInput(_ input: UnsafeRawBufferPointer) {
         decodeTypedRecord(body)
     case .store:
         openStore(bytes)
+    case .forgedStore:
+        // The same, with every frame's checksum recomputed: damaged pages pass verification, as
+        // in a file written by a buggy or hostile program, and reach the tree, record, catalog
+        // and journal decoders inside a real open.
+        openStore(bytes, fixingChecksums: true)
     }
 }
 
@@ -251,8 +256,12 @@ func fuzzConfiguration(readOnly: Bool) -> Store.Configuration {
 /// Opens the store the input describes (read-only, then as the writer: recovery, schema
 /// binding, a lightweight migration), reads everything, fetches with predicates, reads the
 /// history and verifies. Every error must be a `StrataError`.
-func openStore(_ bytes: [UInt8]) {
-    let fs = MemoryFileSystem(files: files(fromArchive: bytes))
+func openStore(_ bytes: [UInt8], fixingChecksums: Bool = false) {
+    var storeFiles = files(fromArchive: bytes)
+    if fixingChecksums {
+        for (path, contents) in storeFiles where path.hasSuffix(".seg") { storeFiles[path] = fixChecksums(contents) }
+    }
+    let fs = MemoryFileSystem(files: storeFiles)
     expectTyped {
         let store = try Store(at: storePath, schema: FuzzSchemaV1.self, migrationPlan: nil, configuration: fuzzConfiguration(readOnly: true),
                               fileSystem: fs)
@@ -295,4 +304,23 @@ func expectTyped(_ body: () throws -> Void) {
         print("StrataFuzzer: untyped error \(type(of: error)): \(error)")
         abort()
     }
+}
+
+/// A segment file with the checksum of every frame (read from the start, while headers decode)
+/// recomputed.
+func fixChecksums(_ segment: [UInt8]) -> [UInt8] {
+    var bytes = segment
+    var position = SegmentHeader.size
+    bytes.withUnsafeMutableBytes { raw in
+        while position + FrameHeader.size <= raw.count {
+            let header = UnsafeRawBufferPointer(rebasing: raw[position..<(position + FrameHeader.size)])
+            guard let decoded = try? FrameHeader.decode(header) else { break }
+            let end = position + FrameHeader.size + Int(decoded.storedLength)
+            guard end <= raw.count else { break }
+            let checksum = FrameHeader.computeChecksum(header: header, payload: UnsafeRawBufferPointer(rebasing: raw[(position + FrameHeader.size)..<end]))
+            raw.storeBytes(of: checksum.littleEndian, toByteOffset: position + 44, as: UInt32.self)
+            position += decoded.frameLength
+        }
+    }
+    return bytes
 }

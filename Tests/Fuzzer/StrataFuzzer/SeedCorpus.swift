@@ -95,6 +95,7 @@ func writeSeedCorpus(to folder: String) throws {
     // The tiny store: the archive, every frame, and every page routed by its content.
     let files = try tinyStore()
     seeds.append(("store", .store, archive(files)))
+    seeds.append(("store-forged", .forgedStore, archive(files)))
     var counts: [String: Int] = [:]
     for (header, payload, frame) in frames(of: files) {
         func add(_ name: String, _ target: FuzzTarget, _ bytes: [UInt8]) {
