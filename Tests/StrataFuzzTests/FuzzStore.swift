@@ -136,8 +136,9 @@ struct FzStore {
     var quarantined: Int
     var olderFiles: [[String: [UInt8]]]
 
-    static func configuration() -> Store.Configuration {
+    static func configuration(compression: Bool = true) -> Store.Configuration {
         var configuration = Store.Configuration()
+        configuration.storage.compression = compression
         configuration.storage.segmentSize = 16 << 10  // several segment files
         configuration.storage.automaticCompaction = false
         configuration.cacheBytes = 1 << 20
@@ -150,8 +151,9 @@ struct FzStore {
     }
 
     /// Builds the store with `random`: about 50 items and 12 tags over ~10 transactions, the
-    /// migration to V2 in the middle.
-    static func build(_ random: inout SeededRandom) throws -> FzStore {
+    /// migration to V2 in the middle; pages LZ4-compressed when that pays, or never.
+    static func build(_ random: inout SeededRandom, compression: Bool = true) throws -> FzStore {
+        func configuration() -> Store.Configuration { Self.configuration(compression: compression) }
         let fs = MemoryFileSystem()
         var states: [FzState] = [FzState()]
         var olderFiles: [[String: [UInt8]]] = []
@@ -239,7 +241,7 @@ func fzFrames(of bytes: [UInt8]) -> [(offset: Int, length: Int, header: FrameHea
         let decoded: (FrameHeader, [UInt8])? = bytes.withUnsafeBytes { raw in
             try? FrameCodec.decode(UnsafeRawBufferPointer(rebasing: raw[position...]))
         }
-        guard let (header, payload) = decoded else { break }
+        guard let (header, payload) = decoded, position + header.frameLength <= bytes.count else { break }
         result.append((position, header.frameLength, header, payload))
         position += header.frameLength
     }

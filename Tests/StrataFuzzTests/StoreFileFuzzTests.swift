@@ -4,13 +4,18 @@ import StrataFormat
 import StrataIO
 import StrataTestSupport
 @testable import Strata
+#if canImport(Glibc)
+import Glibc
+#endif
 
 // Store-file fuzzing (issue 6, item 3): a real small store (FzStore: two entities, a unique and
 // an indexed attribute, overflowed records, a journal, a completed custom migration with
 // quarantined records, several segment files) damaged — bit flips, truncation, zeroed ranges,
 // two frames exchanged, a stale older frame put back at its offset, an older copy of a whole
 // file put back — then opened, read record by record and by predicates (indexed and scanned),
-// its history fetched, verified, and migrated on (a lightweight and a custom stage).
+// its history fetched, verified, and migrated on (a lightweight and a custom stage). A forged
+// page — its content damaged, its frame's checksum made valid again — tests the decoders above
+// the page log: there any typed error is acceptable and the data cannot be checked.
 //
 // Every operation must return correct data or throw one of the acceptable `StrataError`s:
 // `.corruption`, `.unsupportedFormatVersion`, `.io` (a read past a truncated file), or
@@ -22,7 +27,7 @@ import StrataTestSupport
 // `verify()` reports no problem, every record read must equal that state's.
 
 enum StoreMutation: CaseIterable, CustomStringConvertible {
-    case bitFlip, truncate, zeroRange, swapFrames, staleFrame, staleFile
+    case bitFlip, truncate, zeroRange, swapFrames, staleFrame, staleFile, forgedPage
 
     var description: String {
         switch self {
@@ -32,6 +37,7 @@ enum StoreMutation: CaseIterable, CustomStringConvertible {
         case .swapFrames: "frames swapped"
         case .staleFrame: "stale frame put back"
         case .staleFile: "older file put back"
+        case .forgedPage: "forged page"
         }
     }
 
@@ -93,6 +99,30 @@ enum StoreMutation: CaseIterable, CustomStringConvertible {
             let end = min(bytes.count, newer.offset + stale.frame.count)
             bytes.replaceSubrange(newer.offset..<end, with: stale.frame.prefix(end - newer.offset))
             what = "page \(stale.pageID) of LSN \(stale.lsn) put over its LSN \(newer.header.lsn) frame at \(newer.offset)"
+        case .forgedPage:
+            // A page's content damaged and its frame rebuilt with a valid checksum (a file
+            // written by a buggy or hostile program): only the decoders above the page log can
+            // tell. The frame keeps its length (the page table records it).
+            let frames = fzFrames(of: bytes).filter { $0.header.kind == .page }
+            guard !frames.isEmpty else { return nil }
+            let frame = frames[Int(random.next() % UInt64(frames.count))]
+            var payload = frame.payload
+            guard !payload.isEmpty else { return nil }
+            let (mutation, mutated) = Mutation.apply(payload, others: [], &random)
+            guard mutated.count == payload.count || frame.header.codec == .lz4 else { return nil }
+            payload = mutated
+            var rebuilt: [UInt8] = []
+            for compress in [frame.header.codec == .lz4, false] {
+                rebuilt = []
+                payload.withUnsafeBytes { raw in
+                    _ = FrameCodec.append(kind: .page, pageID: frame.header.pageID, lsn: frame.header.lsn, entityID: frame.header.entityID,
+                                          schemaVersion: frame.header.schemaVersion, payload: raw, compress: compress, to: &rebuilt)
+                }
+                if rebuilt.count == frame.length { break }
+            }
+            guard rebuilt.count == frame.length else { return nil }
+            bytes.replaceSubrange(frame.offset..<(frame.offset + frame.length), with: rebuilt)
+            what = "page \(frame.header.pageID) forged (\(mutation)) at \(frame.offset)"
         case .staleFile:
             let copies = older.compactMap { $0[name] }.filter { $0 != bytes }
             guard !copies.isEmpty else { return nil }
@@ -109,8 +139,36 @@ enum StoreMutation: CaseIterable, CustomStringConvertible {
     enum Outcome { case newest, older, typedError }
 
     struct Tally {
-        var runs = 0, files = 0, newest = 0, older = 0, typedErrors = 0, verifiedClean = 0, verifyProblems = 0, migrated = 0, readOnly = 0
+        var runs = 0, files = 0, newest = 0, older = 0, typedErrors = 0, verifiedClean = 0, verifyProblems = 0, migrated = 0, readOnly = 0, forged = 0, forgedOpened = 0
         var errors: [String: Int] = [:]
+    }
+
+    /// Counts `error`; records an issue when a damaged store may not throw it. A forged page
+    /// may hold any valid-looking value (a record of the wrong kind, a repeated unique value…):
+    /// there any `StrataError` will do.
+    static func fail(_ error: any Error, _ step: String, forged: Bool, files: [String: [UInt8]], tally: inout Tally, _ context: String) {
+        tally.errors[kind(error), default: 0] += 1
+        if !(isAcceptable(error) || (forged && error is StrataError)) {
+            Issue.record("\(step): unacceptable error \(type(of: error)): \(error) (\(context); files kept in \(keep(files, context)))")
+        }
+    }
+
+    /// Writes the damaged files of a failing run to a folder under /tmp (the store's bytes
+    /// hold its random store id and commit times, so a replay from the seed makes the same
+    /// mutations on slightly different bytes); returns the folder. Open it with
+    /// `Store(at:)` or turn it into a regression test.
+    static func keep(_ files: [String: [UInt8]], _ context: String) -> String {
+        var hash: UInt64 = 0xCBF2_9CE4_8422_2325
+        for byte in context.utf8 { hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01B3 }
+        let folder = "/tmp/strata-fuzz-failure-\(String(hash, radix: 16))"
+        mkdir(folder, 0o755)
+        mkdir(folder + "/store", 0o755)
+        for (path, bytes) in files {
+            guard let file = fopen(folder + path, "wb") else { continue }
+            _ = bytes.withUnsafeBytes { fwrite($0.baseAddress, 1, $0.count, file) }
+            fclose(file)
+        }
+        return folder
     }
 
     /// Whether `error` is one a damaged store may throw.
@@ -130,17 +188,21 @@ enum StoreMutation: CaseIterable, CustomStringConvertible {
         case .unsupportedFormatVersion: return "unsupportedFormatVersion"
         case .io: return "io"
         case .migrationFailed(let report): return "migrationFailed(\(report.category.rawValue))"
-        default: return "other"
+        default: return Mirror(reflecting: error).children.first?.label ?? "\(error)"
         }
     }
 
     /// Opens the damaged `files`, reads everything, verifies, migrates; checks every answer.
-    static func run(_ files: [String: [UInt8]], reference: FzStore, readOnly: Bool = true, tally: inout Tally, _ context: String) {
+    static func run(_ files: [String: [UInt8]], reference: FzStore, readOnly: Bool = true, forged: Bool = false, tally: inout Tally,
+                    _ context: String) {
         let fs = MemoryFileSystem(files: files)
         var state: FzState?
         func fail(_ error: any Error, _ step: String) {
-            tally.errors[kind(error), default: 0] += 1
-            if !isAcceptable(error) { Issue.record("\(step): unacceptable error \(type(of: error)): \(error) (\(context))") }
+            Self.fail(error, step, forged: forged, files: files, tally: &tally, context)
+        }
+        if forged {
+            runForged(fs, files: files, tally: &tally, context)
+            return
         }
         // Read-only (a reader process: no recovery written, no migration): one committed
         // state's records, or a typed error (`migrationRequired` too, for a state from before
@@ -172,7 +234,7 @@ enum StoreMutation: CaseIterable, CustomStringConvertible {
             for item in try read.fetch(FetchDescriptor<FzV2.Item>()) { found.items[item.id.rawValue] = item.record }
             for tag in try read.fetch(FetchDescriptor<FzV1.Tag>()) { found.tags[tag.id.rawValue] = tag.record }
             guard let index = reference.states.lastIndex(of: found) else {
-                Issue.record("records equal no committed state: \(found.items.count) items, \(found.tags.count) tags (\(context))")
+                Issue.record("records equal no committed state: \(found.items.count) items, \(found.tags.count) tags (\(context); files kept in \(keep(files, context)))")
                 return
             }
             state = found
@@ -270,30 +332,73 @@ enum StoreMutation: CaseIterable, CustomStringConvertible {
         #expect(failures > 0)
     }
 
+    /// A store with a forged page: every operation returns or throws a `StrataError` (the
+    /// data cannot be checked: a forged value is indistinguishable from a stored one).
+    static func runForged(_ fs: MemoryFileSystem, files: [String: [UInt8]], tally: inout Tally, _ context: String) {
+        func fail(_ error: any Error, _ step: String) {
+            Self.fail(error, step, forged: true, files: files, tally: &tally, context)
+        }
+        do {
+            let store = try Store(at: FzStore.path, schema: FzV2.self, migrationPlan: FzPlanV2.self, configuration: FzStore.configuration(),
+                                  fileSystem: fs)
+            defer { try? store.close() }
+            let read = Context(store)
+            for item in try read.fetch(FetchDescriptor<FzV2.Item>()) { _ = try read.record(for: item.id) }
+            _ = try read.fetch(FetchDescriptor<FzV1.Tag>())
+            _ = try read.fetch(FetchDescriptor<FzV2.Item>(predicate: #Predicate { $0.rank >= 3 && $0.rank < 9 }))
+            _ = try read.fetch(FetchDescriptor<FzV2.Item>(predicate: #Predicate { $0.name == "item 8" }))
+            _ = try store.fetchHistory()
+            _ = try store.quarantinedRecords()
+            if try store.verify().isValid { tally.verifiedClean += 1 } else { tally.verifyProblems += 1 }
+            _ = try read.insert(FzV2.Item(name: "forged \(tally.runs)", rank: 4, note: "", score: 0, summary: ""))
+            try read.save()
+            tally.forgedOpened += 1
+        } catch {
+            tally.typedErrors += 1
+            fail(error, "forged: open, read, write")
+        }
+        do {
+            let store = try Store(at: FzStore.path, schema: FzV4.self, migrationPlan: FzPlanV4.self, configuration: FzStore.configuration(),
+                                  fileSystem: fs)
+            defer { try? store.close() }
+            _ = try Context(store).fetch(FetchDescriptor<FzV4.Item>())
+            tally.migrated += 1
+        } catch {
+            fail(error, "forged: migration")
+        }
+    }
+
     @Test func damagedStoresGiveCorrectDataOrTypedErrors() throws {
         let started = ContinuousClock.now
         let (seed, base) = FuzzConfiguration.generator(for: "store files")
         var random = base
-        let reference = try FzStore.build(&random)
-        #expect(reference.quarantined > 0 && reference.files.keys.filter { $0.hasSuffix(".seg") }.count >= 3)
-        // The undamaged store reads as its newest state, closed or not.
+        // Two stores: pages compressed when that pays, and never (so more forged pages keep
+        // their frame's length).
+        let references = [try FzStore.build(&random), try FzStore.build(&random, compression: false)]
         var tally = Tally()
-        Self.run(reference.files, reference: reference, tally: &tally, "undamaged, seed \(seed)")
-        Self.run(reference.tailFiles, reference: reference, tally: &tally, "undamaged tail, seed \(seed)")
-        #expect(tally.newest == 2 && tally.migrated == 2 && tally.verifiedClean == 2)
+        for reference in references {
+            #expect(reference.quarantined > 0 && reference.files.keys.filter { $0.hasSuffix(".seg") }.count >= 3)
+            // The undamaged store reads as its newest state, closed or not.
+            Self.run(reference.files, reference: reference, tally: &tally, "undamaged, seed \(seed)")
+            Self.run(reference.tailFiles, reference: reference, tally: &tally, "undamaged tail, seed \(seed)")
+        }
+        #expect(tally.newest == 4 && tally.migrated == 4 && tally.verifiedClean == 4)
         tally = Tally()
         let runs = 8_000 * FuzzConfiguration.multiplier
         var byMutation: [String: Int] = [:]
         for run in 0..<runs {
-            // Half the runs damage the closed store, half the one whose newest commits are in
-            // the log's tail (replayed at open).
+            // Half the runs damage a closed store, half one whose newest commits are in the log's
+            // tail (replayed at open).
+            let reference = references[(run / 2) % 2]
             var files = run % 2 == 0 ? reference.files : reference.tailFiles
-            var done: [String] = [run % 2 == 0 ? "closed" : "tail"]
+            var done: [String] = ["\(run % 2 == 0 ? "closed" : "tail") \((run / 2) % 2 == 0 ? "compressed" : "uncompressed") store"]
             for _ in 0..<(random.next() % 4 == 0 ? 2 : 1) {
                 var attempts = 0
                 while attempts < 10 {
                     attempts += 1
-                    let mutation = StoreMutation.allCases[Int(random.next() % UInt64(StoreMutation.allCases.count))]
+                    // Forged pages drawn three times as often: they reach the most code.
+                    let draw = Int(random.next() % UInt64(StoreMutation.allCases.count + 2))
+                    let mutation = draw < StoreMutation.allCases.count ? StoreMutation.allCases[draw] : .forgedPage
                     if let what = mutation.apply(to: &files, older: reference.olderFiles, &random) {
                         done.append(what)
                         byMutation[mutation.description, default: 0] += 1
@@ -303,12 +408,15 @@ enum StoreMutation: CaseIterable, CustomStringConvertible {
             }
             tally.runs += 1
             tally.files += done.count - 1
-            Self.run(files, reference: reference, readOnly: run % 4 < 2, tally: &tally, "run \(run): \(done.joined(separator: "; ")), seed \(seed)")
+            let forged = done.contains { $0.contains(" forged ") }
+            if forged { tally.forged += 1 }
+            Self.run(files, reference: reference, readOnly: run % 4 < 2, forged: forged, tally: &tally, "run \(run): \(done.joined(separator: "; ")), seed \(seed)")
         }
         FuzzConfiguration.report("store-files", ["files": tally.files, "mutations": tally.files, "stores": tally.runs,
                                                  "newest": tally.newest, "older": tally.older, "typedErrors": tally.typedErrors,
                                                  "verifiedClean": tally.verifiedClean, "verifyProblems": tally.verifyProblems,
-                                                 "migrated": tally.migrated, "readOnlyReads": tally.readOnly, "ms": Int((ContinuousClock.now - started) / .milliseconds(1))])
+                                                 "migrated": tally.migrated, "readOnlyReads": tally.readOnly,
+                                                 "forged": tally.forged, "forgedOpened": tally.forgedOpened, "ms": Int((ContinuousClock.now - started) / .milliseconds(1))])
         print("fuzz: store-files mutations \(byMutation.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")); errors \(tally.errors.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " "))")
     }
 }

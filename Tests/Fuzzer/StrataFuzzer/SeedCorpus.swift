@@ -50,7 +50,7 @@ func frames(of files: [String: [UInt8]]) -> [(header: FrameHeader, payload: [UIn
                 guard let (header, payload) = try? FrameCodec.decode(rest) else { return nil }
                 return (header, payload, header.frameLength)
             }
-            guard let (header, payload, length) = found else { break }
+            guard let (header, payload, length) = found, position + length <= bytes.count else { break }
             result.append((header, payload, Array(bytes[position..<(position + length)])))
             position += length
         }
