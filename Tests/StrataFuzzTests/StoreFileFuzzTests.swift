@@ -145,10 +145,10 @@ enum StoreMutation: CaseIterable, CustomStringConvertible {
 
     /// Counts `error`; records an issue when a damaged store may not throw it. A forged page
     /// may hold any valid-looking value (a record of the wrong kind, a repeated unique value…):
-    /// there any `StrataError` will do.
+    /// there any `StrataError` about the store's content will do.
     static func fail(_ error: any Error, _ step: String, forged: Bool, files: [String: [UInt8]], tally: inout Tally, _ context: String) {
         tally.errors[kind(error), default: 0] += 1
-        if !(isAcceptable(error) || (forged && error is StrataError)) {
+        if !(isAcceptable(error) || (forged && isAcceptableForForged(error))) {
             Issue.record("\(step): unacceptable error \(type(of: error)): \(error) (\(context); files kept in \(keep(files, context)))")
         }
     }
@@ -169,6 +169,16 @@ enum StoreMutation: CaseIterable, CustomStringConvertible {
             fclose(file)
         }
         return folder
+    }
+
+    /// Whether `error` is one a store with a forged page may throw: any `StrataError` but
+    /// those about the caller or the instance, never about stored bytes.
+    static func isAcceptableForForged(_ error: any Error) -> Bool {
+        guard let error = error as? StrataError else { return false }
+        switch error {
+        case .invalidPageID, .closed, .locked, .readOnly, .poisoned, .storeNotFound, .invalidSchema: return false
+        default: return true
+        }
     }
 
     /// Whether `error` is one a damaged store may throw.
