@@ -55,7 +55,8 @@ done
 corpus="$scratch/corpus"
 mkdir -p "$corpus"
 cp -n Tests/Fuzzer/Corpus/* "$corpus/" 2>/dev/null || true
-# -timeout: an input running 10 s is a hang; -malloc_limit_mb: one allocation above 512 MiB
+# -timeout: an input running 60 s is a hang (the slowest take well under a second; on a busy
+# shared machine one took 13 s, so a tighter bound reports false hangs); -malloc_limit_mb: one allocation above 512 MiB
 # is a finding (a size taken from unchecked bytes); -max_len fits the seed store.
-exec "$binary" -timeout=10 -malloc_limit_mb=512 -rss_limit_mb=2048 -max_len=65536 \
+exec "$binary" -timeout=60 -malloc_limit_mb=512 -rss_limit_mb=2048 -max_len=65536 \
     "${args[@]+"${args[@]}"}" "$corpus" Tests/Fuzzer/Corpus
