@@ -89,8 +89,6 @@ func writeSeedCorpus(to folder: String) throws {
     seeds.append(("overflow", .overflowReference, OverflowReference(length: 70_000, chunks: [12, 13]).encoded()))
     let index = IndexNode(kind: .leaf, keys: [Array("key-one-0000".utf8), Array("key-two-0000".utf8)])
     seeds.append(("index-leaf", .indexNode, index.encoded()))
-    var entry = HistoryEntry(token: 1, timestamp: 0, author: nil, operations: [])
-    _ = entry
 
     // The tiny store: the archive, every frame, and every page routed by its content.
     let files = try tinyStore()
@@ -99,8 +97,9 @@ func writeSeedCorpus(to folder: String) throws {
     var counts: [String: Int] = [:]
     for (header, payload, frame) in frames(of: files) {
         func add(_ name: String, _ target: FuzzTarget, _ bytes: [UInt8]) {
-            counts[name, default: 0] += 1
-            if counts[name]! <= 4 { seeds.append(("\(name)-\(counts[name]!)", target, bytes)) }
+            let count = counts[name, default: 0] + 1
+            counts[name] = count
+            if count <= 4 { seeds.append(("\(name)-\(count)", target, bytes)) }
         }
         add("frame-\(header.kind)".split(separator: " ").joined(separator: "-"), .frame, frame)
         switch header.kind {
