@@ -3,6 +3,11 @@
 // Layers (each target imports only the ones below it):
 //   StrataIO, StrataFormat → StrataPageLog → StrataSchema + StrataRecords → Strata (public API)
 import PackageDescription
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 let package = Package(
     name: "Strata",
@@ -46,3 +51,17 @@ let package = Package(
     ],
     swiftLanguageModes: [.v6]
 )
+
+// The libFuzzer executable (Tests/Fuzzer, Docs/Testing.md "libFuzzer"), declared only when
+// STRATA_LIBFUZZER is set — by Scripts/fuzz.sh, which builds it with
+// `--sanitize fuzzer --sanitize address` in its own build folder. It lives in this package
+// because the decoders it drives are `package` (or internal) declarations a separate package
+// cannot reach; declaring it only on request keeps `swift build`, `swift test`, `make test`
+// and `make bench` from building it (it has no `main` of its own: libFuzzer supplies it).
+if getenv("STRATA_LIBFUZZER") != nil {
+    package.targets.append(
+        .executableTarget(name: "StrataFuzzer",
+                          dependencies: ["Strata", "StrataRecords", "StrataSchema", "StrataPageLog", "StrataFormat", "StrataIO"],
+                          path: "Tests/Fuzzer/StrataFuzzer"))
+    package.products.append(.executable(name: "StrataFuzzer", targets: ["StrataFuzzer"]))
+}

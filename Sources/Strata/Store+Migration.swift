@@ -168,7 +168,7 @@ struct MigrationRunner {
                 try runStep(step, of: plan, phase: step == Int(marker.stage) ? marker.phase : .started, records: records, meter: meter)
                 meter.finish()
             } catch let error as StepFailure {
-                failure = (step, error.category, error.recordID, error.underlying)
+                failure = (step, Self.category(of: error.underlying, otherwise: error.category), error.recordID, error.underlying)
                 break
             } catch {
                 failure = (step, .storage, nil, error)
@@ -200,7 +200,8 @@ struct MigrationRunner {
         } catch {
             throw StrataError.migrationFailed(MigrationFailureReport(
                 storePath: path, storedVersion: stored.schemaVersion, targetVersion: current.version, stageIndex: start,
-                stageCount: plan.steps.count, stageName: Self.name(ofStep: start, in: plan), category: .schemaChange, recordID: nil,
+                stageCount: plan.steps.count, stageName: Self.name(ofStep: start, in: plan),
+                category: Self.category(of: error, otherwise: .schemaChange), recordID: nil,
                 underlyingError: "\(error)", storeBytes: storeBytes(), seconds: Self.seconds(since: started)))
         }
         let meter = ProgressMeter(callback: configuration.migrationProgress, started: started, stageCount: plan.steps.count)
@@ -215,6 +216,19 @@ struct MigrationRunner {
         let category: MigrationFailureReport.Category
         var recordID: String?
         let underlying: any Error
+    }
+
+    /// The category of a stage that failed with `error`: `.storage` when reading or writing
+    /// the store failed (damaged bytes, I/O) whatever the stage was doing, else `otherwise`.
+    static func category(of error: any Error, otherwise: MigrationFailureReport.Category) -> MigrationFailureReport.Category {
+        var translated = error as? StrataError
+        if translated == nil {
+            do { try translatingErrors { () throws -> Void in throw error } } catch let strata as StrataError { translated = strata } catch {}
+        }
+        switch translated {
+        case .corruption?, .io?, .unsupportedFormatVersion?, .poisoned?: return .storage
+        default: return otherwise
+        }
     }
 
     /// Runs `body`, reporting what it throws as a failure of `category`.

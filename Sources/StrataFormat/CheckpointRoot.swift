@@ -95,6 +95,14 @@ package struct CheckpointRoot: Equatable, Sendable {
 /// The payload of a table chunk frame: `chunkEntries` page locations, for page ids
 /// `chunkIndex * chunkEntries ..< (chunkIndex + 1) * chunkEntries`.
 package enum TableChunkCodec {
+    /// Throws `FormatError` unless a payload of `count` bytes holds exactly `entries` locations.
+    /// Callers check it before allocating room for `entries` (a count read from the store).
+    package static func checkSize(_ count: Int, entries: Int) throws {
+        guard entries >= 0, entries <= count / PageLocation.encodedSize, count == entries * PageLocation.encodedSize else {
+            throw FormatError("table chunk is \(count) bytes, expected \(entries) entries of \(PageLocation.encodedSize)")
+        }
+    }
+
     package static func encode(_ entries: [PageLocation]) -> [UInt8] {
         var writer = ByteWriter(capacity: entries.count * PageLocation.encodedSize)
         for entry in entries { entry.append(to: &writer) }
@@ -102,7 +110,9 @@ package enum TableChunkCodec {
     }
 
     package static func decode(_ bytes: [UInt8], entries: Int) throws -> [PageLocation] {
-        try bytes.withUnsafeBytes { raw in
+        // The size is checked before the array of `entries` is allocated.
+        try checkSize(bytes.count, entries: entries)
+        return try bytes.withUnsafeBytes { raw in
             var result = [PageLocation](repeating: .none, count: entries)
             _ = try result.withUnsafeMutableBufferPointer { try decode(raw, into: $0) }
             return result
@@ -115,9 +125,7 @@ package enum TableChunkCodec {
     /// Throws `FormatError` for a payload of the wrong size or an invalid entry.
     package static func decode(_ raw: UnsafeRawBufferPointer, into result: UnsafeMutableBufferPointer<PageLocation>) throws -> Int {
         let entries = result.count
-        guard raw.count == entries * PageLocation.encodedSize else {
-            throw FormatError("table chunk is \(raw.count) bytes, expected \(entries * PageLocation.encodedSize)")
-        }
+        try checkSize(raw.count, entries: entries)
         var present = 0
         for index in 0..<entries {
             let base = index * PageLocation.encodedSize

@@ -342,6 +342,7 @@ struct Recovery {
                 func decode(_ payload: UnsafeRawBufferPointer) throws -> ([PageLocation], Int) {
                     var present = 0
                     do {
+                        try TableChunkCodec.checkSize(payload.count, entries: entries)  // before allocating
                         let result = try [PageLocation](unsafeUninitializedCapacity: entries) { buffer, initialized in
                             present = try TableChunkCodec.decode(payload, into: buffer)
                             initialized = entries
@@ -356,6 +357,9 @@ struct Recovery {
                     return try decode(stored)
                 case .lz4:
                     let rawLength = Int(header.rawLength)
+                    do { try TableChunkCodec.checkSize(rawLength, entries: entries) } catch let error as FormatError {
+                        throw PageLogError.corrupt(file.path, offset, error)
+                    }
                     if scratch.count < rawLength { scratch = [UInt8](repeating: 0, count: rawLength) }
                     return try scratch.withUnsafeMutableBytes { buffer in
                         let target = UnsafeMutableRawBufferPointer(rebasing: buffer[0..<rawLength])

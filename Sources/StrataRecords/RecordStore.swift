@@ -69,9 +69,17 @@ package final class RecordStore: Sendable {
     private func run<T>(_ body: (RecordTransaction) throws -> T, in transaction: WriteTransaction) throws -> T {
         let root = try Self.root(transaction.read(StoreRoot.pageID, mapped: false), pageID: StoreRoot.pageID)
         let records = RecordTransaction(transaction: transaction, root: root, options: treeOptions)
-        let result = try body(records)
-        try records.finish()
-        return result
+        do {
+            let result = try body(records)
+            try records.finish()
+            return result
+        } catch PageLogError.invalidPageID(let pageID) where pageID < PageLog.maximumPageID {
+            // Every page a record transaction writes or frees was allocated by it or read from
+            // the store's structures (a tree's children, an overflowed record's chunks, a retired
+            // tree): a page id never allocated came from damaged bytes. (At the id space's end,
+            // allocating throws `invalidPageID` with the maximum: left as it is.)
+            throw RecordTreeError.corruptNode(pageID: pageID, reason: "the store refers to page \(pageID), which was never allocated")
+        }
     }
 
     /// How many write transactions this instance committed (or found committed by another

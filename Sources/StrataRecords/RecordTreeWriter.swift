@@ -462,15 +462,23 @@ package final class RecordTreeWriter {
 enum OverflowReader {
     static func assemble(_ reference: OverflowReference, read: (UInt64) throws -> [UInt8]?) throws -> [UInt8] {
         var bytes: [UInt8] = []
-        bytes.reserveCapacity(Int(min(reference.length, UInt64(FrameHeader.maximumRawLength))))
-        for chunk in reference.chunks {
+        for (position, chunk) in reference.chunks.enumerated() {
             guard let part = try read(chunk) else { throw RecordTreeError.missingPage(pageID: chunk) }
+            if position == 0 { bytes.reserveCapacity(reservation(for: reference, firstChunk: part.count)) }
             bytes.append(contentsOf: part)
+            guard UInt64(bytes.count) <= reference.length else { break }  // reported below
         }
         guard UInt64(bytes.count) == reference.length else {
             throw RecordTreeError.corruptNode(pageID: reference.chunks.first ?? 0,
                                               reason: "overflow chunks hold \(bytes.count) bytes, the reference says \(reference.length)")
         }
         return bytes
+    }
+
+    /// The bytes to reserve for an overflowed record once its first chunk is read: its length,
+    /// but no more than its chunks hold if each is as large as the first — the length is a
+    /// stored number, not trusted with an allocation before the chunks confirm it.
+    static func reservation(for reference: OverflowReference, firstChunk: Int) -> Int {
+        Int(min(reference.length, UInt64(firstChunk) * UInt64(reference.chunks.count)))
     }
 }

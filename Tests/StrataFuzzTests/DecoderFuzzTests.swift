@@ -1,0 +1,525 @@
+import FoundationEssentials
+import Testing
+import StrataFormat
+import StrataIO
+import StrataTestSupport
+@testable import StrataPageLog
+@testable import StrataRecords
+@testable import StrataSchema
+@testable import Strata
+
+// Decoder fuzzing (issue 6, item 2): every decoder fed random bytes and mutated valid encodings
+// — bit flips, truncation, extension, splices, inflated length and count fields, overlong
+// varints, zeroed and repeated ranges. Each must return a value or throw its typed error; where
+// it returns a value, the value must survive a round trip (encoding it again decodes to an equal
+// value), and every valid encoding must decode to what was encoded.
+
+/// One decoder under test.
+struct FuzzedDecoder {
+    var name: String
+    /// Valid encodings (from hand-built values and from a real store's pages).
+    var seeds: [[UInt8]]
+    /// Decodes; nil when the input is rejected, else a problem found with the decoded value
+    /// ("" when none). Errors of the decoder's own types are returned as rejections by
+    /// `typed`; any other error escapes and fails the campaign.
+    var decode: ([UInt8]) throws -> String?
+
+    init(_ name: String, seeds: [[UInt8]], decode: @escaping ([UInt8]) throws -> String?) {
+        self.name = name
+        self.seeds = seeds
+        self.decode = decode
+    }
+}
+
+/// Runs `body`, turning the errors a decoder is allowed to throw into `nil`.
+func typed<T>(_ body: () throws -> T) throws -> T? {
+    do { return try body() } catch is FormatError { return nil } catch is RecordCodingError { return nil }
+}
+
+/// A round trip: `value` encoded again must decode to an equal value.
+func roundTrip<T: Equatable>(_ value: T, _ encode: (T) -> [UInt8], _ decode: ([UInt8]) throws -> T) -> String {
+    let bytes = encode(value)
+    do {
+        let again = try decode(bytes)
+        return again == value ? "" : "re-encoded value decodes differently: \(value) vs \(again)"
+    } catch {
+        return "re-encoded value does not decode: \(error)"
+    }
+}
+
+/// Equality by description (values holding a NaN are not equal to themselves).
+func same<T>(_ a: T?, _ b: T?) -> Bool { String(describing: a) == String(describing: b) }
+
+/// The mutations of the campaign.
+enum Mutation: CaseIterable {
+    case bitFlips, truncate, extend, splice, inflateField, overlongVarint, zeroRange, repeatRange, randomBytes
+
+    static func apply(_ seed: [UInt8], others: [[UInt8]], _ random: inout SeededRandom) -> (Mutation, [UInt8]) {
+        let mutation = allCases[Int(random.next() % UInt64(allCases.count))]
+        var bytes = seed
+        func position(_ extra: Int = 0) -> Int { Int(random.next() % UInt64(bytes.count + 1 + extra)) }
+        switch mutation {
+        case .bitFlips:
+            guard !bytes.isEmpty else { break }
+            for _ in 0..<(1 + Int(random.next() % 4)) {
+                let index = Int(random.next() % UInt64(bytes.count))
+                bytes[index] ^= 1 << UInt8(random.next() % 8)
+            }
+        case .truncate:
+            bytes = Array(bytes.prefix(position()))
+        case .extend:
+            bytes += random.bytes(1 + Int(random.next() % 64))
+        case .splice:
+            // A range replaced by a range of another valid encoding (or random bytes).
+            let donor = others.isEmpty || random.next() % 4 == 0 ? random.bytes(Int(random.next() % 64)) : others[Int(random.next() % UInt64(others.count))]
+            let start = position(), end = min(bytes.count, start + Int(random.next() % 64))
+            let donorStart = Int(random.next() % UInt64(donor.count + 1))
+            let donorEnd = min(donor.count, donorStart + Int(random.next() % 64))
+            bytes.replaceSubrange(start..<end, with: donor[donorStart..<donorEnd])
+        case .inflateField:
+            // A length or count field made huge: 1, 2, 4 or 8 bytes at a random offset set to a
+            // large value (all ones, the top bit, or a value just past the bytes present).
+            guard !bytes.isEmpty else { break }
+            let width = [1, 2, 4, 8][Int(random.next() % 4)]
+            let start = Int(random.next() % UInt64(bytes.count))
+            let values: [UInt64] = [.max, 1 << 63, UInt64(bytes.count + 1), 0x7FFF_FFFF, UInt64(1) << UInt64(8 * width - 1)]
+            let value = values[Int(random.next() % UInt64(values.count))]
+            for index in 0..<width where start + index < bytes.count {
+                bytes[start + index] = UInt8(truncatingIfNeeded: value >> (8 * UInt64(index)))
+            }
+        case .overlongVarint:
+            // Continuation bytes past 64 bits, or a non-shortest form, inserted or overwritten.
+            let forms: [[UInt8]] = [[UInt8](repeating: 0xFF, count: 10) + [0x01], [UInt8](repeating: 0xFF, count: 9) + [0x7F],
+                                    [0x80, 0x80, 0x00], [0xFF, 0xFF, 0xFF, 0xFF, 0x0F], [UInt8](repeating: 0x80, count: 12)]
+            let form = forms[Int(random.next() % UInt64(forms.count))]
+            let start = position()
+            if random.next() % 2 == 0 {
+                bytes.insert(contentsOf: form, at: start)
+            } else {
+                bytes.replaceSubrange(start..<min(bytes.count, start + form.count), with: form)
+            }
+        case .zeroRange:
+            let start = position(), end = min(bytes.count, start + 1 + Int(random.next() % 32))
+            if start < end { bytes.replaceSubrange(start..<end, with: repeatElement(0, count: end - start)) }
+        case .repeatRange:
+            let start = position(), end = min(bytes.count, start + 1 + Int(random.next() % 32))
+            if start < end { bytes.insert(contentsOf: bytes[start..<end], at: end) }
+        case .randomBytes:
+            bytes = random.bytes(Int(random.next() % 256))
+        }
+        return (mutation, bytes)
+    }
+}
+
+// MARK: - The decoders
+
+enum DecoderCatalog {
+    static let storeID = StoreID(high: 0x0123_4567_89AB_CDEF, low: 0xFEDC_BA98_7654_3210)
+
+    /// The pages of a real store, by what they hold.
+    struct StorePages {
+        var catalogs: [[UInt8]] = []
+        var roots: [[UInt8]] = []
+        var leaves: [[UInt8]] = []
+        var interiors: [[UInt8]] = []
+        var indexNodes: [[UInt8]] = []
+        var records: [[UInt8]] = []
+        var historyParts: [[UInt8]] = []
+        var quarantineRoots: [[UInt8]] = []
+        var quarantineEntries: [[UInt8]] = []
+        var overflowReferences: [[UInt8]] = []
+        var commits: [[UInt8]] = []
+        var checkpoints: [[UInt8]] = []
+        var chunks: [[UInt8]] = []
+        var frames: [[UInt8]] = []
+        var segmentHeaders: [[UInt8]] = []
+        var superblocks: [[UInt8]] = []
+    }
+
+    static func pages(of store: FzStore) -> StorePages {
+        var pages = StorePages()
+        var quarantineTree: UInt64?
+        var leavesByPage: [UInt64: [UInt8]] = [:]
+        for (path, bytes) in store.files.sorted(by: { $0.key < $1.key }) {
+            if path.hasSuffix("superblock") {
+                pages.superblocks.append(Array(bytes.prefix(Superblock.encodedSize)))
+                pages.superblocks.append(Array(bytes[Superblock.slotStride..<(Superblock.slotStride + Superblock.encodedSize)]))
+                continue
+            }
+            guard path.hasSuffix(".seg") else { continue }
+            pages.segmentHeaders.append(Array(bytes.prefix(SegmentHeader.size)))
+            for frame in fzFrames(of: bytes) {
+                if pages.frames.count < 40 { pages.frames.append(Array(bytes[frame.offset..<(frame.offset + frame.length)])) }
+                let payload = frame.payload
+                switch frame.header.kind {
+                case .commit: pages.commits.append(payload)
+                case .checkpoint: pages.checkpoints.append(payload)
+                case .tableChunk: pages.chunks.append(payload)
+                case .free: break
+                case .page:
+                    if frame.header.pageID == QuarantineRoot.pageID {
+                        pages.quarantineRoots.append(payload)
+                        if let root = try? QuarantineRoot.decode(payload) { quarantineTree = root.tree.rootPageID }
+                    } else if payload.starts(with: SchemaCatalog.magic) {
+                        pages.catalogs.append(payload)
+                    } else if payload.starts(with: StoreRoot.magic) {
+                        pages.roots.append(payload)
+                    } else if payload.first == NodeKind.leaf.rawValue {
+                        pages.leaves.append(payload)
+                        leavesByPage[frame.header.pageID] = payload
+                    } else if payload.first == NodeKind.interior.rawValue {
+                        pages.interiors.append(payload)
+                    } else if payload.first == IndexNode.Kind.leaf.rawValue || payload.first == IndexNode.Kind.interior.rawValue {
+                        pages.indexNodes.append(payload)
+                    }
+                }
+            }
+        }
+        // The entries of the leaves: records, history parts, quarantine entries, overflow
+        // references.
+        for (pageID, payload) in leavesByPage {
+            guard let leaf = try? LeafNode.decode(payload) else { continue }
+            for index in 0..<leaf.count {
+                let bytes = Array(leaf.bytes(index))
+                if leaf.isOverflow(index) { pages.overflowReferences.append(bytes); continue }
+                if pageID == quarantineTree { pages.quarantineEntries.append(bytes); continue }
+                if bytes.first == HistoryCodec.version && bytes.count > 1 && bytes[1] == 0 && (try? RecordCodec.decodeFields(bytes)) == nil {
+                    pages.historyParts.append(bytes)
+                } else {
+                    pages.records.append(bytes)
+                }
+            }
+        }
+        return pages
+    }
+
+    static func encodedPart(timestamp: Int64?, author: String?, _ operations: [HistoryOperation]) -> [UInt8] {
+        var writer = ByteWriter()
+        writer.append(HistoryCodec.version)
+        writer.append(UInt8(0))
+        if let timestamp {
+            writer.append(timestamp)
+            if let author {
+                writer.appendVarint(UInt64(author.utf8.count + 1))
+                writer.append(bytes: Array(author.utf8))
+            } else {
+                writer.appendVarint(0)
+            }
+        }
+        for operation in operations { HistoryCodec.append(operation, to: &writer) }
+        return writer.bytes
+    }
+
+    static func decoders(_ pages: StorePages) -> [FuzzedDecoder] {
+        let location = PageLocation(segment: 1, offset: 4_096, length: 120, lsn: 8)
+        let superblock = Superblock(storeID: storeID, epoch: 3, checkpointLSN: 17, root: FrameAddress(segment: 1, offset: 4_096, length: 120))
+        let header = SegmentHeader(storeID: storeID, segmentID: 2, previousSegmentID: 1, previousSegmentEnd: 65_536)
+        let commit = CommitRecord(frameCount: 3, durableSegment: 1, durableOffset: 512, nextPageID: 40)
+        let checkpoint = CheckpointRoot(lsn: 9, nextPageID: 30, chunkEntries: 4, chunks: [location, location],
+                                        segments: [.init(segmentID: 1, totalBytes: 4_096, liveBytes: 2_000)])
+        let record: [UInt32: Value] = [1: .string("item"), 2: .int(-5), 4: .double(2.5), 5: .date(Date(timeIntervalSince1970: 12)),
+                                       6: .data([1, 2, 3]), 7: .uuid(UUID(uuid: (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16))),
+                                       8: .references([3, 9, 4]), 9: .bool(true), 10: .codable(Array("{\"a\":1}".utf8))]
+        var storeRoot = StoreRoot()
+        storeRoot.catalogPageID = 1
+        storeRoot.entities = [1: .init(tree: RecordTreeRoot(rootPageID: 5, count: 3), nextRowID: 4), 2: .init()]
+        storeRoot.indexes = [.init(entityID: 1, attributeID: 2): .init(isUnique: true, defaultKey: [0], tree: RecordTreeRoot(rootPageID: 6, count: 3))]
+        var history = HistoryRoot()
+        history.tree = RecordTreeRoot(rootPageID: 7, count: 2)
+        history.nextToken = 5
+        history.horizon = 2
+        history.consumers = ["widget": 3, "sync": 4]
+        storeRoot.history = history
+        var marker = MigrationMarker(phase: .streaming, rollbackSegment: 1, rollbackOffset: 4_096, fromCatalogVersion: 1, stage: 0,
+                                     targetChecksum: [UInt8](repeating: 7, count: 32), pendingCatalogPage: 9,
+                                     shadows: [1: .init(tree: RecordTreeRoot(rootPageID: 11, count: 2), nextRowID: 9, cursor: 3)])
+        marker.retired = [RetiredTree(rootPageID: 12, height: 1, freedBelow: 4)]
+        var migrating = storeRoot
+        migrating.migration = marker
+        var quarantine = QuarantineRoot()
+        quarantine.tree = RecordTreeRoot(rootPageID: 9, count: 2)
+        quarantine.nextSequence = 3
+        let recordBytes = RecordCodec.encode(record)
+        let operations: [HistoryOperation] = [.insert(entityID: 1, firstID: 4, count: 3),
+                                              .update(entityID: 1, id: 2, changed: [1, 4], old: RecordCodec.encode([1: .string("a")]),
+                                                      new: RecordCodec.encode([1: .string("b"), 4: .double(1)])),
+                                              .delete(entityID: 2, id: 7, tombstone: RecordCodec.encode([1: .string("gone")])),
+                                              .migration(entityID: 1, inserted: 1, updated: 2, deleted: 3), .schema(Schema.Version(2, 1, 0))]
+        let itemLayout = RecordLayout(attributes: [("name", 1, .null), ("rank", 2, .null), ("note", 3, .string("")), ("score", 4, .null),
+                                                   ("summary", 5, .string("-"))])
+        let handLayout = RecordLayout(attributes: [("title", 1, .null), ("count", 2, .null), ("flag", 3, .bool(false))])
+        let items = [FzV2.Item(name: "n", rank: 3, note: "", score: -0.0, summary: "s"),
+                     FzV2.Item(name: "é", rank: .min, note: String(repeating: "z", count: 300), score: .infinity, summary: "")]
+        func valid(_ seeds: [[UInt8]], _ decode: ([UInt8]) throws -> Any) -> [[UInt8]] { seeds.filter { (try? decode($0)) != nil } }
+        var leaf = LeafNode()
+        leaf.insert(4, bytes: recordBytes, overflow: false, at: 0)
+        leaf.insert(9, bytes: OverflowReference(length: 5_000, chunks: [20, 21, 22]).encoded(), overflow: true, at: 1)
+        let itemSeeds = items.compactMap { try? RecordEncoder().encode($0, attributeIDs: ["name": 1, "rank": 2, "note": 3, "score": 4, "summary": 5]) }
+        let handSeeds = [HandCoded(title: "t", count: 3, flag: true), HandCoded(title: "", count: -9, flag: false)]
+            .compactMap { try? RecordEncoder().encode($0, attributeIDs: ["title": 1, "count": 2, "flag": 3]) }
+
+        return [
+            FuzzedDecoder("superblock", seeds: [superblock.encoded()] + pages.superblocks) { bytes in
+                try typed { try Superblock.decode(bytes) }.map { roundTrip($0, { $0.encoded() }, Superblock.decode) }
+            },
+            FuzzedDecoder("segment header", seeds: [header.encoded()] + pages.segmentHeaders) { bytes in
+                try typed { try SegmentHeader.decode(bytes) }.map { roundTrip($0, { $0.encoded() }, SegmentHeader.decode) }
+            },
+            FuzzedDecoder("frame", seeds: pages.frames) { bytes in
+                try typed { try bytes.withUnsafeBytes { try FrameCodec.decode($0) } }.map { decoded in
+                    guard decoded.payload.count == Int(decoded.header.rawLength) else { return "payload of \(decoded.payload.count) bytes, header says \(decoded.header.rawLength)" }
+                    // The frame rebuilt from what was decoded decodes to the same header and payload.
+                    var rebuilt: [UInt8] = []
+                    decoded.payload.withUnsafeBytes { payload in
+                        _ = FrameCodec.append(kind: decoded.header.kind, pageID: decoded.header.pageID, lsn: decoded.header.lsn,
+                                              entityID: decoded.header.entityID, schemaVersion: decoded.header.schemaVersion,
+                                              payload: payload, compress: decoded.header.codec == .lz4, to: &rebuilt)
+                    }
+                    guard let again = try? rebuilt.withUnsafeBytes({ try FrameCodec.decode($0) }) else { return "rebuilt frame does not decode" }
+                    return again.payload == decoded.payload && again.header.pageID == decoded.header.pageID ? "" : "rebuilt frame differs"
+                }
+            },
+            FuzzedDecoder("page (LZ4)", seeds: lz4Seeds()) { bytes in
+                // u16 page length, then the block: decoded as a frame payload the header says is LZ4.
+                guard bytes.count >= 2 else { return nil }
+                let length = Int(bytes[0]) | Int(bytes[1]) << 8
+                let stored = Array(bytes[2...])
+                let header = FrameHeader(kind: .page, codec: .lz4, pageID: 9, lsn: 1, entityID: 0, schemaVersion: 0,
+                                         rawLength: UInt32(length), storedLength: UInt32(stored.count))
+                return try typed { try stored.withUnsafeBytes { try FrameCodec.payload(header, stored: $0) } }.map { page in
+                    guard page.count == length else { return "LZ4 page of \(page.count) bytes, header says \(length)" }
+                    // Compressing the page again and decompressing gives it back.
+                    var again = [UInt8](repeating: 0, count: LZ4Codec.bound(page.count))
+                    guard let size = page.withUnsafeBytes({ source in again.withUnsafeMutableBytes { LZ4Codec.compress(source, into: $0) } }) else {
+                        return page.isEmpty ? "" : "LZ4 refuses to compress a \(page.count)-byte page"
+                    }
+                    var back = [UInt8](repeating: 0, count: page.count)
+                    try Array(again.prefix(size)).withUnsafeBytes { source in try back.withUnsafeMutableBytes { try LZ4Codec.decompress(source, into: $0) } }
+                    return back == page ? "" : "LZ4 round trip differs"
+                }
+            },
+            FuzzedDecoder("commit record", seeds: [commit.encoded()] + pages.commits) { bytes in
+                try typed { try CommitRecord.decode(bytes) }.map { roundTrip($0, { $0.encoded() }, CommitRecord.decode) }
+            },
+            FuzzedDecoder("checkpoint root", seeds: [checkpoint.encoded()] + pages.checkpoints) { bytes in
+                try typed { try CheckpointRoot.decode(bytes) }.map { roundTrip($0, { $0.encoded() }, CheckpointRoot.decode) }
+            },
+            FuzzedDecoder("page table chunk", seeds: [TableChunkCodec.encode([location, .none, location])] + pages.chunks) { bytes in
+                // The entry count a checkpoint root gives: the seed's own, or another.
+                let entries = bytes.count / PageLocation.encodedSize + (bytes.count % 7 == 0 ? 1 : 0)
+                return try typed { try TableChunkCodec.decode(bytes, entries: entries) }.map { decoded in
+                    roundTrip(decoded, TableChunkCodec.encode) { try TableChunkCodec.decode($0, entries: decoded.count) }
+                }
+            },
+            FuzzedDecoder("record encoding", seeds: [recordBytes, RecordCodec.encode([:])] + pages.records) { bytes in
+                let fields = try typed { try RecordCodec.decodeFields(bytes) }
+                let values = try typed { try RecordCodec.decode(bytes) }
+                guard (fields == nil) == (values == nil) else { return "decodeFields and decode disagree on whether the record is valid" }
+                guard let values, let fields else { return nil }
+                guard Dictionary(fields.map { ($0.id, $0.value) }, uniquingKeysWith: { a, _ in a }) == values else { return "decodeFields and decode differ" }
+                return roundTrip(values, RecordCodec.encode, RecordCodec.decode)
+            },
+            FuzzedDecoder("typed record (RecordDecoder)", seeds: itemSeeds + valid(pages.records) { bytes in
+                try bytes.withUnsafeBytes { try RecordDecoder().decode(FzV2.Item.self, bytes: $0, layout: itemLayout) }
+            }) { bytes in
+                // Straight from the bytes and through `Value`s: the same record, or both refuse.
+                let direct = try typed { try bytes.withUnsafeBytes { try RecordDecoder().decode(FzV2.Item.self, bytes: $0, layout: itemLayout) } }
+                let viaValues = try typed { try RecordDecoder().decode(FzV2.Item.self, fields: try RecordCodec.decodeFields(bytes), layout: itemLayout) }
+                let session = try typed { try bytes.withUnsafeBytes { try RecordDecodingSession(layout: itemLayout).decode(FzV2.Item.self, bytes: $0) } }
+                // Compared by description: a NaN score is not equal to itself.
+                guard same(direct, viaValues), same(direct, session) else {
+                    return "direct \(String(describing: direct)), via values \(String(describing: viaValues)), session \(String(describing: session))"
+                }
+                return direct.map { item in
+                    guard let bytes = try? RecordEncoder().encode(item, attributeIDs: ["name": 1, "rank": 2, "note": 3, "score": 4, "summary": 5]) else {
+                        return "a decoded record does not encode"
+                    }
+                    let again = try? bytes.withUnsafeBytes { try RecordDecoder().decode(FzV2.Item.self, bytes: $0, layout: itemLayout) }
+                    return same(again, item) ? "" : "re-encoded record decodes differently: \(String(describing: again))"
+                }
+            },
+            FuzzedDecoder("hand-coded record (RecordReader)", seeds: handSeeds) { bytes in
+                let direct = try typed { try bytes.withUnsafeBytes { try RecordDecoder().decode(HandCoded.self, bytes: $0, layout: handLayout) } }
+                let viaValues = try typed { try RecordDecoder().decode(HandCoded.self, fields: try RecordCodec.decodeFields(bytes), layout: handLayout) }
+                guard direct == viaValues else { return "direct \(String(describing: direct)), via values \(String(describing: viaValues))" }
+                return direct.map { _ in "" }
+            },
+            FuzzedDecoder("schema catalog", seeds: pages.catalogs) { bytes in
+                try typed { try SchemaCatalog.decode(bytes) }.map { catalog in
+                    roundTrip(catalog, { $0.encoded() }) { try SchemaCatalog.decode($0) }
+                }
+            },
+            FuzzedDecoder("store root (history root, migration marker)", seeds: [storeRoot.encoded(), migrating.encoded()] + pages.roots) { bytes in
+                try typed { try StoreRoot.decode(bytes) }.map { roundTrip($0, { $0.encoded() }, StoreRoot.decode) }
+            },
+            FuzzedDecoder("history journal part", seeds: [encodedPart(timestamp: 1_700_000_000_000_000, author: "app", operations),
+                                                          encodedPart(timestamp: nil, author: nil, operations)] + pages.historyParts) { bytes in
+                // The first part carries the header; decoded as first and as a later part, with
+                // and without an entity filter.
+                var results: [HistoryEntry?] = []
+                for isFirst in [true, false] {
+                    var entry = HistoryEntry(token: 1, timestamp: 0, author: nil, operations: [])
+                    let decoded: Void? = try typed { try bytes.withUnsafeBytes { try HistoryCodec.decodePart($0, isFirst: isFirst, into: &entry) } }
+                    results.append(decoded.map { entry })
+                    var filtered = HistoryEntry(token: 1, timestamp: 0, author: nil, operations: [])
+                    let decodedFiltered: Void? = try typed { try bytes.withUnsafeBytes { try HistoryCodec.decodePart($0, isFirst: isFirst, into: &filtered, entities: [1]) } }
+                    if (decoded == nil) != (decodedFiltered == nil) { return "the entity filter changes whether a part is valid" }
+                    if decoded != nil && filtered.operations != entry.operations.filter({ $0.entityID == nil || $0.entityID == 1 }) {
+                        return "the entity filter keeps other operations"
+                    }
+                }
+                guard let entry = results.compactMap({ $0 }).first else { return nil }
+                let isFirst = results[0] != nil
+                let again = encodedPart(timestamp: isFirst ? entry.timestamp : nil, author: entry.author, entry.operations)
+                var decoded = HistoryEntry(token: 1, timestamp: 0, author: nil, operations: [])
+                do { try again.withUnsafeBytes { try HistoryCodec.decodePart($0, isFirst: isFirst, into: &decoded) } } catch {
+                    return "re-encoded part does not decode: \(error)"
+                }
+                return decoded == entry ? "" : "re-encoded part decodes differently"
+            },
+            FuzzedDecoder("quarantine root", seeds: [quarantine.encoded()] + pages.quarantineRoots) { bytes in
+                try typed { try QuarantineRoot.decode(bytes) }.map { roundTrip($0, { $0.encoded() }, QuarantineRoot.decode) }
+            },
+            FuzzedDecoder("quarantine entry", seeds: [QuarantinedRecord.encode(entity: "FzItem", id: 4, catalogVersion: 1, stage: "s", reason: "r", bytes: recordBytes)]
+                          + pages.quarantineEntries) { bytes in
+                do {
+                    let entry = try QuarantinedRecord(sequence: 1, entry: bytes)
+                    let again = QuarantinedRecord.encode(entity: entry.entity, id: entry.id, catalogVersion: entry.catalogVersion, stage: entry.stage,
+                                                         reason: entry.reason, bytes: entry.bytes)
+                    return (try? QuarantinedRecord(sequence: 1, entry: again)) == entry ? "" : "re-encoded quarantine entry differs"
+                } catch let error as StrataError {
+                    guard case .corruption = error else { return "quarantine entry: \(error)" }
+                    return nil
+                }
+            },
+            FuzzedDecoder("index node", seeds: [IndexNode(kind: .leaf, keys: [Array("key-one-00000".utf8), Array("key-two-00000".utf8)]).encoded()]
+                          + valid(pages.indexNodes, IndexNode.decode)) { bytes in
+                try typed { try IndexNode.decode(bytes) }.map { roundTrip($0, { $0.encoded() }, IndexNode.decode) }
+            },
+            FuzzedDecoder("leaf node", seeds: [leaf.encoded()] + valid(pages.leaves, LeafNode.decode)) { bytes in
+                let viewCount = try typed { try bytes.withUnsafeBytes { try LeafView.validate($0) } }
+                let node = try typed { try LeafNode.decode(bytes) }
+                guard (viewCount == nil) == (node == nil) else { return "LeafView and LeafNode disagree on validity" }
+                return node.map { node in node.count == viewCount ? roundTrip(node, { $0.encoded() }, LeafNode.decode) : "leaf count differs" }
+            },
+            FuzzedDecoder("interior node", seeds: valid(pages.interiors, InteriorNode.decode) + [InteriorNode(firstIDs: [0, 9], children: [4, 5]).encoded()]) { bytes in
+                try typed { try InteriorNode.decode(bytes) }.map { roundTrip($0, { $0.encoded() }, InteriorNode.decode) }
+            },
+            FuzzedDecoder("overflow reference", seeds: [OverflowReference(length: 70_000, chunks: [12, 13]).encoded()] + pages.overflowReferences) { bytes in
+                try typed { try bytes.withUnsafeBytes { try OverflowReference.decode($0) } }.map { reference in
+                    roundTrip(reference, { $0.encoded() }) { try $0.withUnsafeBytes { try OverflowReference.decode($0) } }
+                }
+            },
+        ]
+    }
+
+    static func lz4Seeds() -> [[UInt8]] {
+        var random = SeededRandom(seed: 7)
+        return [40, 400, 4_000, 20_000].map { count in
+            let page = random.recordLikeBytes(count)
+            var compressed = [UInt8](repeating: 0, count: LZ4Codec.bound(count))
+            let size = page.withUnsafeBytes { source in compressed.withUnsafeMutableBytes { LZ4Codec.compress(source, into: $0) } } ?? 0
+            return [UInt8(count & 0xFF), UInt8(count >> 8)] + compressed.prefix(size)
+        }
+    }
+}
+
+/// A record type coding itself by hand (`RecordReader` / `RecordWriter`).
+struct HandCoded: PersistentRecord, Equatable {
+    var title: String
+    var count: Int
+    var flag: Bool
+    init(title: String, count: Int, flag: Bool) {
+        self.title = title
+        self.count = count
+        self.flag = flag
+    }
+    init(from reader: RecordReader) throws {
+        title = try reader.decode(String.self, forKey: "title")
+        count = try reader.decode(Int.self, forKey: "count")
+        flag = try reader.decode(Bool.self, forKey: "flag")
+    }
+    func encode(to writer: inout RecordWriter) {
+        writer.encode(title, forKey: "title")
+        writer.encode(count, forKey: "count")
+        writer.encode(flag, forKey: "flag")
+    }
+}
+
+@Suite struct DecoderFuzzTests {
+    /// The store whose pages seed the decoders (built once).
+    static let store: Result<FzStore, any Error> = Result {
+        var random = SeededRandom(seed: 0xDEC0DE)
+        return try FzStore.build(&random)
+    }
+
+    @Test func everyDecoderReturnsAValueOrATypedError() throws {
+        let store = try Self.store.get()
+        let pages = DecoderCatalog.pages(of: store)
+        let decoders = DecoderCatalog.decoders(pages)
+        let started = ContinuousClock.now
+        let (seed, base) = FuzzConfiguration.generator(for: "decoders")
+        var random = base
+        let perDecoder = 20_000 * FuzzConfiguration.multiplier
+        var inputs = 0, accepted = 0, seeds = 0
+        for decoder in decoders {
+            #expect(!decoder.seeds.isEmpty, "\(decoder.name): no valid encoding to mutate")
+            // Valid encodings decode (and round-trip).
+            for (index, bytes) in decoder.seeds.enumerated() {
+                seeds += 1
+                let problem = try decoder.decode(bytes)
+                #expect(problem == "", "\(decoder.name): valid encoding \(index) gives \(problem ?? "a rejection") (seed \(seed))")
+            }
+            var decoderAccepted = 0
+            for iteration in 0..<perDecoder {
+                let original = decoder.seeds.isEmpty ? [] : decoder.seeds[Int(random.next() % UInt64(decoder.seeds.count))]
+                var (mutation, bytes) = Mutation.apply(original, others: decoder.seeds, &random)
+                if random.next() % 3 == 0 { (mutation, bytes) = Mutation.apply(bytes, others: decoder.seeds, &random) }
+                inputs += 1
+                do {
+                    if let problem = try decoder.decode(bytes) {
+                        decoderAccepted += 1
+                        #expect(problem.isEmpty, "\(decoder.name): input \(iteration) (\(mutation)) \(problem) (seed \(seed))")
+                    }
+                } catch {
+                    Issue.record("\(decoder.name): input \(iteration) (\(mutation)) threw an untyped error \(type(of: error)): \(error) (seed \(seed))")
+                }
+            }
+            accepted += decoderAccepted
+        }
+        FuzzConfiguration.report("decoders", ["decoders": decoders.count, "seeds": seeds, "inputs": inputs, "decoded": accepted,
+                                                "ms": Int((ContinuousClock.now - started) / .milliseconds(1))])
+    }
+}
+
+/// Allocations sized by a stored number before the bytes confirm it (found reviewing the
+/// decoders for this campaign).
+@Suite struct DecoderAllocationTests {
+    /// A page table chunk's entry count comes from the checkpoint root; the array for the
+    /// entries was allocated before the payload's size was compared with it, so a huge count
+    /// trapped (or allocated gigabytes) instead of throwing.
+    @Test func tableChunkCountIsCheckedBeforeAllocating() {
+        let location = PageLocation(segment: 1, offset: 64, length: 120, lsn: 3)
+        let bytes = TableChunkCodec.encode([location])
+        for entries in [1 << 40, Int.max, Int.max / PageLocation.encodedSize + 1, -1, 0, 2] {
+            #expect(throws: FormatError.self, "\(entries) entries") { try TableChunkCodec.decode(bytes, entries: entries) }
+        }
+        #expect((try? TableChunkCodec.decode(bytes, entries: 1)) == [location])
+    }
+
+    /// An overflowed record's stored length reserved that many bytes (up to 64 MiB) before its
+    /// chunks were read; now at most what its chunks can hold, judged by the first one, and a
+    /// record whose chunks hold less than the length is corruption.
+    @Test func overflowLengthIsNotTrustedWithAnAllocation() throws {
+        let forged = OverflowReference(length: UInt64(FrameHeader.maximumRawLength), chunks: [5])
+        #expect(OverflowReader.reservation(for: forged, firstChunk: 100) == 100)
+        #expect(OverflowReader.reservation(for: OverflowReference(length: 250, chunks: [5, 6, 7]), firstChunk: 100) == 250)
+        #expect(throws: RecordTreeError.self) {
+            _ = try OverflowReader.assemble(forged) { _ in [UInt8](repeating: 1, count: 100) }
+        }
+        let whole = try OverflowReader.assemble(OverflowReference(length: 250, chunks: [5, 6, 7])) { id in
+            [UInt8](repeating: UInt8(id), count: id == 7 ? 50 : 100)
+        }
+        #expect(whole == [UInt8](repeating: 5, count: 100) + [UInt8](repeating: 6, count: 100) + [UInt8](repeating: 7, count: 50))
+    }
+}
