@@ -29,9 +29,9 @@ test: deps
 # LeakSanitizer: .ci/lsan.supp hides one leak of the toolchain's XCTest runner. ThreadSanitizer
 # stops at the first report (halt_on_error), so a race fails the run; -DSTRATA_TSAN swaps
 # Synchronization.Mutex for a pthread mutex ThreadSanitizer can see (Sources/*/TSanMutex.swift).
-ASAN_FILTER = StrataFormatTests|StrataSchemaTests|StrataIOTests|PartialPageTests|ScratchBufferTests|TornTailTests|GoldenFixtureTests|UncachedLeafReadTests|ClockTableTests|StoreRootTests|TableChunkDecodeTests|RoundTripTests|RecordFixtureTests|VerifyTests
+ASAN_FILTER = StrataFormatTests|PendingChunkTests|StrataSchemaTests|StrataIOTests|PartialPageTests|ScratchBufferTests|TornTailTests|GoldenFixtureTests|UncachedLeafReadTests|ClockTableTests|StoreRootTests|TableChunkDecodeTests|RoundTripTests|RecordFixtureTests|VerifyTests
 ASAN_SKIP = IndexKeyTests|RecordConditionTests
-TSAN_FILTER = ConcurrentStoreTests|ConcurrencyTests|ConcurrentTransformTests|ObserverTests|CrossProcessHistoryTests|FramePipelineTests|ReaderProcessTests|refreshesWhileTheWriterAppends|ScratchBufferTests|AsyncAPITests|splitStreamsEveryRecordInBatches
+TSAN_FILTER = ConcurrentStoreTests|concurrentFirstLookupsSeeEveryPage|ConcurrencyTests|ConcurrentTransformTests|ObserverTests|CrossProcessHistoryTests|FramePipelineTests|ReaderProcessTests|refreshesWhileTheWriterAppends|ScratchBufferTests|AsyncAPITests|splitStreamsEveryRecordInBatches
 TSAN_SKIP = powerCuts|aPowerCutAtEverySyncPoint|injectedErrors
 
 test-sanitizers: deps

@@ -1,3 +1,5 @@
+import Dispatch
+import Synchronization
 import Testing
 import StrataFormat
 import StrataIO
@@ -138,5 +140,26 @@ import StrataTestSupport
         defer { try? reopened.close() }
         #expect(try contents(of: reopened) == expected)
         #expect(reopened.checkInvariants() == [])
+    }
+
+    /// Threads looking pages up at once in one snapshot of a fresh open: every chunk's first
+    /// lookups race to load it (once, under its lock), later ones read it without a lock.
+    @Test func concurrentFirstLookupsSeeEveryPage() throws {
+        let fs = try Self.makeStore(count: 5_000)
+        let log = try Self.open(fs)
+        defer { try? log.close() }
+        let snapshot = try log.snapshot()
+        let wrong = Mutex(0)
+        DispatchQueue.concurrentPerform(iterations: 4) { thread in
+            var mismatches = 0
+            // Each thread walks the ids in its own order, so first lookups of a chunk collide.
+            for step in 0..<5_000 {
+                let id = UInt64(16 + (step * (thread * 2 + 1) + thread * 977) % 5_000)
+                if (try? snapshot.read(id))??.bytes != Self.payload(id, 0) { mismatches += 1 }
+            }
+            wrong.withLock { $0 += mismatches }
+        }
+        #expect(wrong.withLock { $0 } == 0)
+        #expect(try snapshot.pageIDs().count == 5_000)
     }
 }
