@@ -30,11 +30,12 @@ import StrataTestSupport
         var segmentsAfter = 0
     }
 
+    /// Random operations building each base state (cheap: enough dead space that compaction
+    /// deletes segments, in debug builds too).
+    static let baseSteps = 120
     #if DEBUG
-    static let baseSteps = 40
     static let sampling = 4  // every 4th sync point in debug builds
     #else
-    static let baseSteps = 120
     static let sampling = 1
     #endif
 
