@@ -73,14 +73,15 @@ final class LogWriter: @unchecked Sendable {
 
     var endPosition: LogPosition { LogPosition(segment: activeSegment, offset: writeOffset) }
 
-    /// Marks the frame at `location` live and the one it replaces dead.
     /// Materializes chunk `index` of the head table if it is pending (invariant 28) and lists
-    /// its free ids — absent, below the next page id, not among `written` (pages the
-    /// committing transaction writes there).
-    func materialize(_ index: Int, written: [UInt64: PageLocation] = [:]) throws {
+    /// its free ids — absent, below `freeBelow` (default: the next page id), not among
+    /// `written` (pages the committing transaction writes there). A committing transaction
+    /// passes the next page id it started with: ids it allocated itself are not listed (if it
+    /// fails, `abandon` moves the next page id back below them).
+    func materialize(_ index: Int, written: [UInt64: PageLocation] = [:], freeBelow: UInt64? = nil) throws {
         guard let entries = try table.materialize(index) else { return }
         let base = UInt64(index * PageTable.chunkEntries)
-        let upper = min(nextPageID, base + UInt64(PageTable.chunkEntries))
+        let upper = min(freeBelow ?? nextPageID, base + UInt64(PageTable.chunkEntries))
         var id = max(PageLog.firstAllocatablePageID, base)
         var free: [UInt64] = []
         while id < upper {
@@ -95,6 +96,7 @@ final class LogWriter: @unchecked Sendable {
         for index in 0..<table.chunkCount where table.isPending(index) { try materialize(index) }
     }
 
+    /// Marks the frame at `location` live and the one it replaces dead.
     func replaceLive(old: PageLocation, new: PageLocation) {
         if !old.isNone, var entry = usage[UInt64(old.segment)] {
             entry.liveBytes -= min(entry.liveBytes, UInt64(old.length))

@@ -296,7 +296,7 @@ package final class WriteTransaction {
         for (pageID, _) in sortedChanges {
             let chunk = Int(pageID / UInt64(PageTable.chunkEntries))
             if chunk != lastChunk {
-                try writer.materialize(chunk, written: changes)
+                try writer.materialize(chunk, written: changes, freeBelow: startNextPageID)
                 lastChunk = chunk
             }
         }
