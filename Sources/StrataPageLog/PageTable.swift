@@ -7,7 +7,7 @@ import StrataIO
 /// new version after a commit copies only the chunk index and the chunks the commit touched;
 /// readers keep the version they started with for as long as they like.
 ///
-/// A writer's open leaves the checkpointed chunks *pending* (invariant 28): each is read,
+/// Open (a writer's or a follower's) leaves the checkpointed chunks *pending* (invariant 28): each is read,
 /// verified and decoded at its first lookup — once, shared by every copy of the table — so
 /// opening a large store does not read its whole table (24 bytes per page). A chunk is
 /// *materialized* (its entries stored in this table) before the writer changes it.
