@@ -186,8 +186,9 @@ extension Store.WriteTransaction {
 
     /// Inserts `record` into `target`'s tree under a new id, which it returns.
     fileprivate func insert<Record: PersistentRecord>(_ record: Record, into target: BulkInsertTarget) throws -> UInt64 {
-        let bytes: [UInt8]
-        do { bytes = try store.binding.encode(record, with: target.encoder) } catch {
+        // The session's own bytes, valid until its next record: the tree copies them.
+        let bytes: UnsafeRawBufferPointer
+        do { bytes = try store.binding.encodeInPlace(record, with: target.encoder) } catch {
             throw StrataError.recordCoding(reason: "\(error)")
         }
         if target.reserved.isEmpty {
@@ -198,8 +199,7 @@ extension Store.WriteTransaction {
         let id = target.reserved.lowerBound
         target.reserved = (id + 1)..<target.reserved.upperBound
         target.highestUsed = max(target.highestUsed, id)
-        try store.translating { try target.tree.insert(id, bytes: bytes) }
-        target.encoder.recycle(bytes)  // the tree copied them
+        try store.translating { try target.tree.insert(id, raw: bytes) }
         return id
     }
 

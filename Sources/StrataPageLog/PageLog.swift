@@ -182,6 +182,7 @@ package final class PageLog: Sendable {
     /// long as the page table says), checksum verified.
     static func verifiedFrame(_ raw: UnsafeRawBufferPointer, path: String, offset: UInt64) throws -> (FrameHeader, UnsafeRawBufferPointer) {
         do {
+            MemoryHint.prefetch(raw)  // the whole frame at once, not line by line as it is read
             let header = try FrameHeader.decode(raw)
             guard header.frameLength == raw.count else {
                 throw FormatError("frame is \(header.frameLength) bytes, the page table says \(raw.count)", at: 36)

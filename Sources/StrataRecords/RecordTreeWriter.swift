@@ -200,14 +200,17 @@ package final class RecordTreeWriter {
         return try stored.withUnsafeBytes { try place(id, stored: $0, overflow: overflow, mustExist: mustExist, mustNotExist: mustNotExist) }
     }
 
-    /// Inserts a new record from bytes the caller keeps (a migration's encoder's): as
-    /// `insert(_:bytes:)`, with no array in between when the tree keeps no index or journal
-    /// and the record fits in a leaf.
+    /// Inserts a new record from bytes the caller keeps (an encoding session's): as
+    /// `insert(_:bytes:)`, with no array in between when the tree keeps no index and the
+    /// record fits in a leaf (a journal needs only the id of an insert).
     package func insert(_ id: UInt64, raw bytes: UnsafeRawBufferPointer) throws {
-        guard indexes == nil, journal == nil, bytes.count <= options.maximumInlineRecord else {
+        guard indexes == nil, bytes.count <= options.maximumInlineRecord else {
             try insert(id, bytes: Array(bytes.assumingMemoryBound(to: UInt8.self)))
             return
         }
+        // As `put` tells the journal of an insert: before the tree changes; a duplicate id
+        // throws below, and the transaction with it.
+        try journal?.recordInsert(entityID: entityID, id: id)
         _ = try place(id, stored: bytes, overflow: false, mustExist: false, mustNotExist: true)
     }
 

@@ -120,15 +120,6 @@ package final class SchemaBinding: Sendable {
         }
     }
 
-    /// A typed record's bytes, encoded by `session` (made with the entity's layout).
-    package func encode<Record: PersistentRecord>(_ record: Record, with session: RecordEncodingSession) throws -> [UInt8] {
-        do {
-            return try session.encode(record)
-        } catch {
-            throw SchemaBindingError.recordCoding("\(error)")
-        }
-    }
-
     /// A typed record's bytes, encoded by `session` (made with the entity's layout) into its
     /// own memory: valid until the session's next call.
     package func encodeInPlace<Record: PersistentRecord>(_ record: Record, with session: RecordEncodingSession) throws -> UnsafeRawBufferPointer {

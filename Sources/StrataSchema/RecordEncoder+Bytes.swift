@@ -60,9 +60,9 @@ extension RecordEncoder {
 
 /// Encodes many records with one layout one after another (a bulk insert, a migration's
 /// transform), reusing one encoding state — its memory, and the order in which the type gave
-/// its names — instead of making one per record. `encode` returns an array (written into the
-/// bytes given back with `recycle`, when there are some); `encodeInPlace` returns the state's
-/// own bytes, copied by the caller, with no array at all.
+/// its names — instead of making one per record. `encode` returns an array; `encodeInPlace`
+/// returns the state's own bytes, copied by the caller, with no array at all (what bulk
+/// inserts and migrations use).
 ///
 /// A state is reused only when nothing kept it (a record's `encode(to:)` may store its
 /// encoder or container; such a state is left to it and a new one made). The same bytes and
@@ -73,7 +73,6 @@ package final class RecordEncodingSession {
     /// The state of the last record (kept until the next one, which reuses it unless a record
     /// kept it too).
     private var current: RecordEncodingState?
-    private var spareBuffer: [UInt8] = []
 
     package init(layout: RecordLayout) {
         self.layout = layout
@@ -109,13 +108,8 @@ package final class RecordEncodingSession {
         return state.finishedBytes()
     }
 
-    /// `bytes` in an array: the one given back by `recycle`, if any (no allocation).
     private func array(of bytes: UnsafeRawBufferPointer) -> [UInt8] {
-        var result: [UInt8] = []
-        swap(&result, &spareBuffer)
-        result.removeAll(keepingCapacity: true)
-        result.append(contentsOf: bytes.assumingMemoryBound(to: UInt8.self))
-        return result
+        Array(bytes.assumingMemoryBound(to: UInt8.self))
     }
 
     /// The last record's state reset for a record of `type`, or a new one when there is none
@@ -132,11 +126,5 @@ package final class RecordEncodingSession {
         let state = RecordEncodingState(type: type, layout: layout)
         current = state
         return state
-    }
-
-    /// Gives back the bytes of an earlier `encode`, once the caller no longer needs them, to
-    /// be written over by the next record.
-    package func recycle(_ bytes: consuming [UInt8]) {
-        spareBuffer = bytes
     }
 }
