@@ -70,9 +70,11 @@ extension MigrationRunner {
             let workers = TransformPipeline.workerCount(cores: ProcessInfo.processInfo.activeProcessorCount)
             let pipeline = transform.concurrentApply.flatMap { apply in
                 workers == 0 ? nil : TransformPipeline(workers: workers, apply: apply) {
-                    // No writer: a concurrent transform cannot insert.
-                    TransformEnvironment(old: oldBinding, oldLayout: oldBinding.layout(of: source), new: newBinding,
-                                         session: RecordEncodingSession(layout: newBinding.layout(of: target)),
+                    // No writer: a concurrent transform cannot insert. Layouts of its own: one
+                    // shared by threads would be retained by each of them for every record.
+                    TransformEnvironment(old: oldBinding, oldLayout: RecordLayout(privateCopyOf: oldBinding.layout(of: source)),
+                                         new: newBinding,
+                                         session: RecordEncodingSession(layout: RecordLayout(privateCopyOf: newBinding.layout(of: target))),
                                          writer: MigrationWriter(binding: newBinding, transaction: nil, insertable: []))
                 }
             }

@@ -35,6 +35,22 @@ package final class RecordLayout: Sendable {
         estimatedRecordSize = 64 + 32 * kept.count
     }
 
+    /// A layout equal to `other` that shares no memory with it: its own object, arrays and
+    /// name strings. For each thread of a concurrent transform: coding a record retains the
+    /// layout's arrays, and a reference count that threads write in turn moves its cache line
+    /// (which holds the fields read next) from core to core on every record (~7 % of the CPU
+    /// time of a `mapConcurrently` migration on two cores).
+    package init(privateCopyOf other: RecordLayout) {
+        func copy(_ name: String) -> String { String(decoding: Array(name.utf8), as: UTF8.self) }
+        let names = other.names.map(copy)
+        ids = other.ids.map { $0 }
+        self.names = names
+        defaults = other.defaults.map { $0 }
+        positions = Dictionary(uniqueKeysWithValues: names.enumerated().map { ($1, $0) })
+        attributeIDs = Dictionary(uniqueKeysWithValues: zip(names, ids).map { ($0, $1) })
+        estimatedRecordSize = other.estimatedRecordSize
+    }
+
     /// The layout of an entity's resolved (inherited first) attributes and relationships in
     /// `version` (a relationship's value is stored under its property id, without default).
     package convenience init(version: CatalogVersion, entityID: UInt32) {

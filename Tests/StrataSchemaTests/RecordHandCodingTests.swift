@@ -91,6 +91,34 @@ struct HandCodedSample: PersistentRecord, Equatable {
         }
     }
 
+    /// A private copy of a layout (what each thread of a concurrent transform codes with)
+    /// codes as the original does: the same bytes, the same values, defaults included.
+    @Test func privateLayoutCopiesCodeAsTheOriginal() throws {
+        let seed = SeededRandom.seed(default: 0x1A70)
+        print("RecordHandCodingTests.privateLayoutCopiesCodeAsTheOriginal seed: \(seed)")
+        var random = SeededRandom(seed: seed)
+        let layout = try RecordDirectCodingTests.sampleLayout()
+        let copy = RecordLayout(privateCopyOf: layout)
+        #expect(copy.attributeIDs == layout.attributeIDs)
+        let countID = try #require(layout.attributeIDs["count"])
+        for round in 0..<200 {
+            let sample = Self.randomSample(&random)
+            let bytes = try encoder.encode(sample, layout: layout)
+            #expect(try encoder.encode(sample, layout: copy) == bytes, "round \(round), seed \(seed)")
+            #expect(try RecordEncodingSession(layout: copy).encode(HandCodedSample(sample)) == bytes, "round \(round), seed \(seed)")
+            let decoded = try bytes.withUnsafeBytes { try decoder.decode(HandCodedSample.self, bytes: $0, layout: copy) }
+            #expect(try encoder.encode(decoded.sample, layout: layout) == bytes, "round \(round), seed \(seed)")
+            // Without its `count`, the record reads the default (0) through either layout.
+            var fields = try RecordDirectCodingTests.referenceDecode(bytes).get()
+            fields[countID] = nil
+            let withoutCount = RecordCodec.encode(fields)
+            let original = try withoutCount.withUnsafeBytes { try decoder.decode(Sample.self, bytes: $0, layout: layout) }
+            let copied = try withoutCount.withUnsafeBytes { try decoder.decode(Sample.self, bytes: $0, layout: copy) }
+            #expect(original.count == 0 && copied.count == 0, "round \(round), seed \(seed)")
+            #expect(try encoder.encode(copied, layout: layout) == (try encoder.encode(original, layout: layout)), "round \(round), seed \(seed)")
+        }
+    }
+
     @Test func handCodingReadsDamagedAndForeignBytesAsCodableDoes() throws {
         let seed = SeededRandom.seed(default: 0x4A9E)
         print("RecordHandCodingTests damaged seed: \(seed)")
