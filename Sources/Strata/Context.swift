@@ -42,8 +42,9 @@ public final class Context {
     private let pinnedSnapshot: RecordSnapshot?
     /// With a pinned snapshot: the record type last read and the readers of its family.
     private var pinnedReaders: (type: ObjectIdentifier, readers: [RecordTreeReader])?
-    /// The record type last decoded by `record(for:)` and its entity's layout.
-    private var lastLayout: (type: ObjectIdentifier, layout: RecordLayout)?
+    /// The record type last decoded by `record(for:)`, with a decoding session on its
+    /// entity's layout (which reuses one decoding state from record to record).
+    private var lastDecoding: (type: ObjectIdentifier, session: RecordDecodingSession)?
 
     /// A context on `store`.
     public init(_ store: Store, author: String? = nil) {
@@ -257,19 +258,20 @@ public final class Context {
         }
     }
 
-    /// A record decoded from its stored bytes. The layout of the type last decoded is kept,
-    /// so reading records of one type one after another looks nothing up per record.
+    /// A record decoded from its stored bytes. A decoding session for the type last decoded
+    /// is kept, so reading records of one type one after another looks nothing up and
+    /// allocates no decoding state per record.
     @usableFromInline
     func decodeRecord<Record: PersistentRecord>(_ type: Record.Type, from bytes: UnsafeRawBufferPointer) throws -> Record {
         let key = ObjectIdentifier(Record.self)
-        let layout: RecordLayout
-        if let last = lastLayout, last.type == key {
-            layout = last.layout
+        let session: RecordDecodingSession
+        if let last = lastDecoding, last.type == key {
+            session = last.session
         } else {
-            layout = store.binding.layout(of: try store.entityID(of: Record.self))
-            lastLayout = (key, layout)
+            session = RecordDecodingSession(layout: store.binding.layout(of: try store.entityID(of: Record.self)))
+            lastDecoding = (key, session)
         }
-        return try store.decode(Record.self, from: bytes, layout: layout)
+        return try store.decode(Record.self, from: bytes, session: session)
     }
 
     /// The records a descriptor selects, in its order, with their identifiers; unsaved changes

@@ -244,9 +244,10 @@ public final class Store: Sendable {
         do { return try binding.decode(type, from: bytes) } catch { throw StrataError.recordCoding(reason: "\(error)") }
     }
 
-    /// `decode(_:from:)` with the entity's layout already looked up (`binding.layout(of:)`).
-    func decode<Record: PersistentRecord>(_ type: Record.Type, from bytes: UnsafeRawBufferPointer, layout: RecordLayout) throws -> Record {
-        do { return try binding.decode(type, from: bytes, layout: layout) } catch { throw StrataError.recordCoding(reason: "\(error)") }
+    /// `decode(_:from:)` by a session on the entity's layout (`binding.layout(of:)`).
+    func decode<Record: PersistentRecord>(_ type: Record.Type, from bytes: UnsafeRawBufferPointer,
+                                          session: RecordDecodingSession) throws -> Record {
+        do { return try binding.decode(type, from: bytes, session: session) } catch { throw StrataError.recordCoding(reason: "\(error)") }
     }
 
     /// A predicate compiled into a pre-filter on stored bytes.
