@@ -1,14 +1,17 @@
 #if STRATA_TSAN
 import Glibc
 
-/// Only in ThreadSanitizer builds (`-D STRATA_TSAN`, `make test-sanitizers`): this module's
-/// `Mutex` is then this pthread mutex, which ThreadSanitizer intercepts, instead of
-/// `Synchronization.Mutex`. On Linux the latter takes a contended lock with a PI futex in
-/// uninstrumented code (libswiftSynchronization's `_lockSlow` / `_unlockSlow`), so
-/// ThreadSanitizer misses that happens-before edge and reports every access to state a
-/// contended `Mutex` protects as a race (Docs/Testing.md, "Sanitizers in CI"). Same interface
-/// as the uses in this module need; regular builds never compile it.
-package final class Mutex<Value>: @unchecked Sendable {
+/// Only in ThreadSanitizer builds (`-D STRATA_TSAN`, `make test-sanitizers`): a pthread mutex,
+/// which ThreadSanitizer intercepts, that stands in for `Synchronization.Mutex`. On Linux the
+/// latter takes a contended lock with a PI futex in uninstrumented code
+/// (libswiftSynchronization's `_lockSlow` / `_unlockSlow`), so ThreadSanitizer misses that
+/// happens-before edge and reports every access to state a contended `Mutex` protects as a race
+/// (Docs/Testing.md, "Sanitizers in CI"). The one implementation: it lives here because
+/// StrataIO is the layer that makes system calls and every module that locks depends on it.
+/// Each of those modules (and test targets) has a `TSanMutex.swift` whose alias makes its
+/// `Mutex` this type, shadowing `Synchronization.Mutex`; regular builds never compile any of it.
+/// Same interface as the uses need: `init(_:)` and `withLock(_:)`.
+package final class TSanMutex<Value>: @unchecked Sendable {
     /// Outside the object, so the accesses ThreadSanitizer checks are the value's own (a
     /// stored `Void` property shared its address with the object's other fields).
     private let storage: UnsafeMutablePointer<Value>
@@ -34,4 +37,7 @@ package final class Mutex<Value>: @unchecked Sendable {
         return try body(&storage.pointee)
     }
 }
+
+/// This module's `Mutex` (see above).
+typealias Mutex<Value> = TSanMutex<Value>
 #endif

@@ -1,37 +1,7 @@
 #if STRATA_TSAN
-import Glibc
+import StrataIO
 
-/// Only in ThreadSanitizer builds (`-D STRATA_TSAN`, `make test-sanitizers`): this module's
-/// `Mutex` is then this pthread mutex, which ThreadSanitizer intercepts, instead of
-/// `Synchronization.Mutex`. On Linux the latter takes a contended lock with a PI futex in
-/// uninstrumented code (libswiftSynchronization's `_lockSlow` / `_unlockSlow`), so
-/// ThreadSanitizer misses that happens-before edge and reports every access to state a
-/// contended `Mutex` protects as a race (Docs/Testing.md, "Sanitizers in CI"). Same interface
-/// as the uses in this module need; regular builds never compile it.
-package final class Mutex<Value>: @unchecked Sendable {
-    /// Outside the object, so the accesses ThreadSanitizer checks are the value's own (a
-    /// stored `Void` property shared its address with the object's other fields).
-    private let storage: UnsafeMutablePointer<Value>
-    private let lock: UnsafeMutablePointer<pthread_mutex_t>
-
-    package init(_ value: Value) {
-        storage = .allocate(capacity: 1)
-        storage.initialize(to: value)
-        lock = .allocate(capacity: 1)
-        pthread_mutex_init(lock, nil)
-    }
-
-    deinit {
-        pthread_mutex_destroy(lock)
-        lock.deallocate()
-        storage.deinitialize(count: 1)
-        storage.deallocate()
-    }
-
-    package func withLock<Result>(_ body: (inout Value) throws -> Result) rethrows -> Result {
-        pthread_mutex_lock(lock)
-        defer { pthread_mutex_unlock(lock) }
-        return try body(&storage.pointee)
-    }
-}
+/// Only in ThreadSanitizer builds: this module's `Mutex` is the pthread mutex
+/// ThreadSanitizer sees, shadowing `Synchronization.Mutex` (Sources/StrataIO/TSanMutex.swift says why).
+typealias Mutex<Value> = TSanMutex<Value>
 #endif
