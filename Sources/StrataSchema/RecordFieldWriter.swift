@@ -83,10 +83,14 @@ extension RecordByteSink {
     /// A text value's tag, length and UTF-8: what `append(.string(text))` writes, without the `Value`.
     @inline(__always)
     mutating func append(string text: String) {
-        var text = text
         append(ValueTag.string.rawValue)
         appendVarint(UInt64(text.utf8.count))
-        text.withUTF8 { append(contentsOf: $0) }
+        // A native or small string's UTF-8 in place; a copy (made contiguous) only for others
+        // (bridged ones), instead of copying every string to call the mutating `withUTF8`.
+        if text.utf8.withContiguousStorageIfAvailable({ append(contentsOf: $0) }) == nil {
+            var contiguous = text
+            contiguous.withUTF8 { append(contentsOf: $0) }
+        }
     }
 
     /// As `Value.append(to:)`: the tag, then the payload.
