@@ -30,9 +30,10 @@ package enum CRC32C {
 /// Hints to the CPU about memory about to be read.
 package enum MemoryHint {
     /// Starts loading the cache lines of `bytes` (at most the first 16 KiB) without waiting
-    /// for them: a hint, with no effect on results. For bytes about to be read that are
-    /// probably not cached — a frame found at a random place, a cached node's directory —
-    /// so reading them waits for one memory round trip instead of one per line.
+    /// for them: a hint, with no effect on results (nor a fault, for a mapped page that is not
+    /// resident). For bytes about to be read that are probably not cached — a frame found at
+    /// a random place, before its checksum — so reading them waits for one memory round trip
+    /// instead of one per line.
     @inlinable
     package static func prefetch(_ bytes: UnsafeRawBufferPointer) {
         guard let base = bytes.baseAddress else { return }
