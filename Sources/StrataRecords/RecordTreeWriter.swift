@@ -248,8 +248,13 @@ package final class RecordTreeWriter {
             // so sequential inserts fill leaves completely instead of leaving them half full.
             let appended = index == leaf.node.count - 1
             var right = appended ? leaf.node.splitOff(at: index) : leaf.node.splitOff()
-            // The next appends fill it: room for a whole leaf at once, not a doubling per few records.
-            if appended { right.data.reserveCapacity(options.maximumNodeSize) }
+            // The next appends fill it: room for a whole leaf at once (its bytes, and as many
+            // records as the leaf it split from holds), not a doubling per few records.
+            if appended {
+                right.data.reserveCapacity(options.maximumNodeSize)
+                right.ids.reserveCapacity(leaf.node.count + 1)
+                right.ends.reserveCapacity(leaf.node.count + 1)
+            }
             hint = nil
             let rightID = try transaction.allocatePageID()
             markDirty(rightID, .leaf(Leaf(right)))
