@@ -1,4 +1,10 @@
 import FoundationEssentials
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import Testing
 import StrataIO
 import Strata
@@ -97,8 +103,50 @@ enum StageFault: Error, Equatable {
     case willMigrate, didMigrate
 }
 
-nonisolated(unsafe) var injectedStageFault: StageFault?
-nonisolated(unsafe) var skipDeduplication = false
+/// The knobs and counters of the test plans (`FullPlan`'s injected fault and skipped
+/// deduplication, `SplitPlan`'s rejected age and count of transform calls), per thread. The
+/// stage closures and `map` transforms run on the migration's thread — the thread of the test
+/// that opens the store — and suites run in parallel: two of them migrating with one plan at
+/// once must neither see each other's knobs nor count each other's records (shared globals once
+/// made `transformCalls == 1_000` see 4,926).
+struct PlanProbe {
+    /// What the split transforms ran on, counted (a resumed migration transforms only what is left).
+    var transformCalls = 0
+    var failingAge: Int?
+    var injectedStageFault: StageFault?
+    var skipDeduplication = false
+}
+
+private let planProbes = Mutex<[UInt: PlanProbe]>([:])
+
+private func withPlanProbe<T>(_ body: (inout PlanProbe) -> T) -> T {
+    #if canImport(Glibc)
+    let thread = UInt(pthread_self())
+    #else
+    let thread = UInt(bitPattern: pthread_self())
+    #endif
+    return planProbes.withLock { body(&$0[thread, default: PlanProbe()]) }
+}
+
+var transformCalls: Int {
+    get { withPlanProbe { $0.transformCalls } }
+    set { withPlanProbe { $0.transformCalls = newValue } }
+}
+
+var failingAge: Int? {
+    get { withPlanProbe { $0.failingAge } }
+    set { withPlanProbe { $0.failingAge = newValue } }
+}
+
+var injectedStageFault: StageFault? {
+    get { withPlanProbe { $0.injectedStageFault } }
+    set { withPlanProbe { $0.injectedStageFault = newValue } }
+}
+
+var skipDeduplication: Bool {
+    get { withPlanProbe { $0.skipDeduplication } }
+    set { withPlanProbe { $0.skipDeduplication = newValue } }
+}
 
 enum FullPlan: SchemaMigrationPlan {
     static var schemas: [any VersionedSchema.Type] { [PeopleV1.self, PeopleV2.self, PeopleV3.self] }
@@ -390,9 +438,6 @@ enum PeopleSplitNames: VersionedSchema {
     }
 }
 
-/// What the split transforms ran on, counted (a resumed migration transforms only what is left).
-nonisolated(unsafe) var transformCalls = 0
-nonisolated(unsafe) var failingAge: Int?
 
 enum SplitPlan: SchemaMigrationPlan {
     static var schemas: [any VersionedSchema.Type] { [PeopleV1.self, PeopleSplitNames.self] }
