@@ -21,12 +21,9 @@ struct InteriorNode: Equatable {
     }
 
     static func childIndex(for id: UInt64, count: Int, firstID: (Int) -> UInt64) -> Int {
-        var low = 1, high = count  // first index in 1..<count whose firstID > id
-        while low < high {
-            let middle = (low + high) / 2
-            if firstID(middle) <= id { low = middle + 1 } else { high = middle }
-        }
-        return low - 1
+        // The child before the first one (after child 0) whose first id is above `id`.
+        guard id < UInt64.max else { return max(0, count - 1) }
+        return InterpolationSearch.lowerBound(of: id + 1, in: 1..<max(1, count), key: firstID) - 1
     }
 
     /// Moves the upper half of the children into a new node and returns it.

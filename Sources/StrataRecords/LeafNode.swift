@@ -194,12 +194,8 @@ struct LeafView {
     }
 
     func search(_ id: UInt64) -> (found: Bool, index: Int) {
-        var low = 0, high = count
-        while low < high {
-            let middle = (low + high) / 2
-            if self.id(middle) < id { low = middle + 1 } else { high = middle }
-        }
-        return (low < count && self.id(low) == id, low)
+        let index = InterpolationSearch.lowerBound(of: id, in: 0..<count) { self.id($0) }
+        return (index < count && self.id(index) == id, index)
     }
 }
 
