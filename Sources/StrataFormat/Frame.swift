@@ -25,7 +25,12 @@ package enum FrameKind: UInt8, Sendable, CustomStringConvertible {
 /// How a frame's payload is stored.
 package enum PayloadCodec: UInt8, Sendable {
     case none = 0
+    /// One LZ4 block.
     case lz4 = 1
+    /// Two independent LZ4 blocks (format version 2): the payload's first half (`rawLength / 2`
+    /// bytes) and the rest, after the first block's stored length (`u32`). A reader that needs
+    /// bytes of the second half decompresses that block alone.
+    case lz4Halves = 2
 }
 
 /// The 48-byte header in front of every frame; for page frames it is the page header.
@@ -122,6 +127,14 @@ package struct FrameHeader: Equatable, Sendable {
                   UInt64(header.rawLength) <= UInt64(header.storedLength) * 255 + 255 else {
                 throw FormatError("stored length \(header.storedLength) impossible for \(header.rawLength) LZ4-compressed bytes", at: 36)
             }
+        case .lz4Halves:
+            guard version >= 2 else { throw FormatError("payload codec 2 in a frame of format version \(version)", at: 6) }
+            let raw = Int(header.rawLength), half = raw / 2
+            guard half > 0, header.storedLength >= 6,
+                  Int(header.storedLength) <= 4 + LZ4Codec.bound(half) + LZ4Codec.bound(raw - half),
+                  UInt64(header.rawLength) <= UInt64(header.storedLength) * 255 + 510 else {
+                throw FormatError("stored length \(header.storedLength) impossible for \(header.rawLength) bytes LZ4-compressed in halves", at: 36)
+            }
         }
         guard header.lsn > 0 else { throw FormatError("frame LSN 0", at: 16) }
         return header
@@ -139,26 +152,41 @@ package enum FrameCodec {
     /// Compress when the result saves at least this fraction (1/8) of the raw size.
     static let minimumSavingsShift = 3
 
-    /// Appends one frame (header, possibly compressed payload, padding) to `buffer`.
-    /// Returns the frame's length in bytes.
+    /// Payloads at least this long are compressed in halves (`PayloadCodec.lz4Halves`) when
+    /// the caller asks for halves: a point lookup in a 4 KiB leaf then decompresses about 40 %
+    /// fewer bytes on average, for about 6 % more stored bytes.
+    package static let halvesMinimum = 1024
+
+    /// Appends one frame (header, possibly compressed payload, padding) to `buffer`, in format
+    /// `formatVersion` (the store's): from version 2 on, a payload of at least `halvesMinimum`
+    /// bytes is compressed as two independent blocks. Returns the frame's length in bytes.
     @discardableResult
     package static func append(kind: FrameKind, pageID: UInt64, lsn: UInt64, entityID: UInt32 = 0, schemaVersion: UInt32 = 0,
-                               payload: UnsafeRawBufferPointer, compress: Bool, compressor: LZ4Compressor? = nil,
-                               to buffer: inout [UInt8]) -> Int {
+                               payload: UnsafeRawBufferPointer, compress: Bool, formatVersion: UInt16 = currentFormatVersion,
+                               compressor: LZ4Compressor? = nil, to buffer: inout [UInt8]) -> Int {
         let start = buffer.count
         let rawLength = payload.count
         var codec = PayloadCodec.none
         var stored = rawLength
         if compress && rawLength >= 64 {
-            let bound = LZ4Codec.bound(rawLength)
+            let split = formatVersion >= 2 && rawLength >= halvesMinimum ? rawLength / 2 : 0
+            let bound = split > 0 ? 4 + LZ4Codec.bound(split) + LZ4Codec.bound(rawLength - split) : LZ4Codec.bound(rawLength)
             buffer.append(contentsOf: repeatElement(0, count: FrameHeader.size + bound))
-            let produced = buffer.withUnsafeMutableBytes { raw in
-                let destination = UnsafeMutableRawBufferPointer(rebasing: raw[(start + FrameHeader.size)...])
-                if let compressor { return LZ4Codec.compress(payload, into: destination, using: compressor) }
-                return LZ4Codec.compress(payload, into: destination)
+            let produced = buffer.withUnsafeMutableBytes { raw -> Int? in
+                let destination = UnsafeMutableRawBufferPointer(rebasing: raw[(start + FrameHeader.size)..<(start + FrameHeader.size + bound)])
+                func block(_ source: UnsafeRawBufferPointer, _ destination: UnsafeMutableRawBufferPointer) -> Int? {
+                    if let compressor { return LZ4Codec.compress(source, into: destination, using: compressor) }
+                    return LZ4Codec.compress(source, into: destination)
+                }
+                guard split > 0 else { return block(payload, destination) }
+                guard let first = block(UnsafeRawBufferPointer(rebasing: payload[0..<split]), UnsafeMutableRawBufferPointer(rebasing: destination[4...])),
+                      let second = block(UnsafeRawBufferPointer(rebasing: payload[split...]),
+                                         UnsafeMutableRawBufferPointer(rebasing: destination[(4 + first)...])) else { return nil }
+                destination.storeBytes(of: UInt32(first).littleEndian, toByteOffset: 0, as: UInt32.self)
+                return 4 + first + second
             }
             if let produced, produced <= rawLength - (rawLength >> minimumSavingsShift) {
-                codec = .lz4
+                codec = split > 0 ? .lz4Halves : .lz4
                 stored = produced
                 buffer.removeLast(bound - produced)
             } else {
@@ -173,6 +201,7 @@ package enum FrameCodec {
         buffer.append(contentsOf: repeatElement(0, count: frameLength - FrameHeader.size - stored))
         var header = FrameHeader(kind: kind, codec: codec, pageID: pageID, lsn: lsn, entityID: entityID,
                                  schemaVersion: schemaVersion, rawLength: UInt32(rawLength), storedLength: UInt32(stored))
+        header.formatVersion = UInt8(truncatingIfNeeded: formatVersion)
         buffer.withUnsafeMutableBytes { raw in
             let headerBytes = UnsafeMutableRawBufferPointer(rebasing: raw[start..<(start + FrameHeader.size)])
             header.write(to: headerBytes)
@@ -220,15 +249,41 @@ package enum FrameCodec {
 
     /// The raw payload of a verified frame: `stored`, decompressed when the header says so.
     package static func payload(_ header: FrameHeader, stored: UnsafeRawBufferPointer) throws -> [UInt8] {
+        guard header.codec != .none else { return [UInt8](stored) }
+        // Uninitialized: decompress either fills every byte or throws.
+        return try [UInt8](unsafeUninitializedCapacity: Int(header.rawLength)) { buffer, initialized in
+            try decompress(header, stored: stored, into: UnsafeMutableRawBufferPointer(buffer))
+            initialized = buffer.count
+        }
+    }
+
+    /// Decompresses the stored payload of a compressed frame into `destination`, which must
+    /// be `rawLength` bytes. Throws `FormatError` for malformed data.
+    package static func decompress(_ header: FrameHeader, stored: UnsafeRawBufferPointer, into destination: UnsafeMutableRawBufferPointer) throws {
+        let blocks = try self.blocks(header, stored: stored)
+        try LZ4Codec.decompress(blocks.first, into: UnsafeMutableRawBufferPointer(rebasing: destination[0..<blocks.split]))
+        if blocks.split < destination.count {
+            try LZ4Codec.decompress(blocks.second, into: UnsafeMutableRawBufferPointer(rebasing: destination[blocks.split...]))
+        }
+    }
+
+    /// The independent LZ4 blocks of a compressed frame's stored payload: the first expands to
+    /// the payload's bytes `0..<split`, the second to `split..<rawLength` (empty, with `split`
+    /// the raw length, for a single block). Throws `FormatError` when the first block's
+    /// stored length does not fit.
+    package static func blocks(_ header: FrameHeader, stored: UnsafeRawBufferPointer)
+        throws -> (first: UnsafeRawBufferPointer, second: UnsafeRawBufferPointer, split: Int) {
         switch header.codec {
-        case .none:
-            return [UInt8](stored)
-        case .lz4:
-            // Uninitialized: decompress either fills every byte or throws.
-            return try [UInt8](unsafeUninitializedCapacity: Int(header.rawLength)) { buffer, initialized in
-                try LZ4Codec.decompress(stored, into: UnsafeMutableRawBufferPointer(buffer))
-                initialized = buffer.count
+        case .none, .lz4:
+            return (stored, UnsafeRawBufferPointer(rebasing: stored[stored.count...]), Int(header.rawLength))
+        case .lz4Halves:
+            guard stored.count >= 4 else { throw FormatError("LZ4 halves without the first half's length", at: FrameHeader.size) }
+            let first = Int(UInt32(littleEndian: stored.loadUnaligned(fromByteOffset: 0, as: UInt32.self)))
+            guard first > 0, first < stored.count - 4 else {
+                throw FormatError("first LZ4 half of \(first) bytes in a payload of \(stored.count)", at: FrameHeader.size)
             }
+            return (UnsafeRawBufferPointer(rebasing: stored[4..<(4 + first)]), UnsafeRawBufferPointer(rebasing: stored[(4 + first)...]),
+                    Int(header.rawLength) / 2)
         }
     }
 

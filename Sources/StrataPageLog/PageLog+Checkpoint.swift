@@ -48,7 +48,8 @@ extension PageLog {
         try syncActiveSegment()
         // 4. Superblock.
         let address = FrameAddress(segment: UInt64(rootLocation.segment), offset: UInt64(rootLocation.offset), length: rootLocation.length)
-        let superblock = Superblock(storeID: storeID, epoch: writer.superblock.epoch + 1, checkpointLSN: lsn, root: address)
+        var superblock = Superblock(storeID: storeID, epoch: writer.superblock.epoch + 1, checkpointLSN: lsn, root: address)
+        superblock.formatVersion = formatVersion
         let file = writer.superblockFile
         try io {
             try file.write(superblock.encoded(), at: UInt64(superblock.slot * Superblock.slotStride))

@@ -458,8 +458,9 @@ struct Recovery {
                 usage[end.segment]?.totalBytes = lastSegmentSize
                 let id = (files.keys.max() ?? end.segment) + 1
                 try lastFile.sync()
-                let header = SegmentHeader(storeID: superblock.storeID, segmentID: id, previousSegmentID: end.segment,
+                var header = SegmentHeader(storeID: superblock.storeID, segmentID: id, previousSegmentID: end.segment,
                                            previousSegmentEnd: end.offset)
+                header.formatVersion = superblock.formatVersion
                 activeFile = try fileSystem.createFileDurably(named: StoreFileNames.segment(id), in: directory,
                                                               contents: header.encoded())
                 activeSegment = id

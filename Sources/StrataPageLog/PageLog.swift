@@ -26,6 +26,10 @@ package final class PageLog: Sendable {
     let directory: String
     let options: PageLogOptions
     let storeID: StoreID
+    /// The format version the store was created in (its superblock's): every frame, segment
+    /// header and superblock this log writes is in it, so an older store stays readable by the
+    /// libraries that read it before (Docs/FileFormat.md, "Versioning").
+    package let formatVersion: UInt16
     /// What opening the store found.
     package let recoveryReport: RecoveryReport
 
@@ -90,6 +94,7 @@ package final class PageLog: Sendable {
         self.durable = Mutex(durablePosition)
         self.lock = Mutex(lock)
         self.follower = follower
+        formatVersion = writer.superblock.formatVersion
     }
 
     /// Whether this instance follows another that writes the store (opened `readOnly`).
@@ -342,7 +347,8 @@ package final class PageLog: Sendable {
                 payload: UnsafeRawBufferPointer, compress: Bool) throws -> PageLocation {
         let start = writer.buffer.count
         let length = FrameCodec.append(kind: kind, pageID: pageID, lsn: lsn, entityID: entityID, schemaVersion: schemaVersion,
-                                       payload: payload, compress: compress, compressor: writer.compressor, to: &writer.buffer)
+                                       payload: payload, compress: compress, formatVersion: formatVersion, compressor: writer.compressor,
+                                       to: &writer.buffer)
         return try placeAppendedFrame(start: start, length: length)
     }
 
@@ -420,7 +426,8 @@ package final class PageLog: Sendable {
     /// renamed, then the directory synced. A segment file that exists under its final name
     /// always has a valid header.
     func createSegment(id: UInt64, previous: UInt64, previousEnd: UInt64) throws -> any StorageFile {
-        let header = SegmentHeader(storeID: storeID, segmentID: id, previousSegmentID: previous, previousSegmentEnd: previousEnd)
+        var header = SegmentHeader(storeID: storeID, segmentID: id, previousSegmentID: previous, previousSegmentEnd: previousEnd)
+        header.formatVersion = formatVersion
         return try io {
             try fileSystem.createFileDurably(named: StoreFileNames.segment(id), in: directory, contents: header.encoded())
         }

@@ -3,50 +3,76 @@ import StrataIO
 
 /// A page read in place from its frame and verified exactly as `Snapshot.read` verifies it
 /// (the checksum over the whole stored frame; the page id and LSN the page table names),
-/// whose payload is decompressed only as far as a reader asks (`prefix`): a point lookup in a
-/// leaf needs the start of the page up to the record it reads, not the whole page.
+/// whose payload is decompressed only as far as a reader asks (`prefix`, `bytes`): a point
+/// lookup in a leaf needs the leaf's directory and the record it reads, not the whole page.
+/// A payload stored in two LZ4 blocks (`PayloadCodec.lz4Halves`) decompresses the second
+/// half's block alone for bytes there.
 ///
-/// Valid only inside `Snapshot.withPartialPage`'s body; the bytes `prefix` returns are valid
-/// until the next `prefix` call or the end of the body.
+/// Valid only inside `Snapshot.withPartialPage`'s body; the bytes `prefix` and `bytes`
+/// return are valid until the end of the body.
 package struct PartialPage {
     /// The page's length in bytes (uncompressed).
     package let count: Int
+    /// Where the second block's bytes start (`count` for a single block or no compression).
+    package let split: Int
     private let stored: UnsafeRawBufferPointer
+    private let firstBlock: UnsafeRawBufferPointer
+    private let secondBlock: UnsafeRawBufferPointer
     private let compressed: Bool
     private let buffer: UnsafeMutableRawBufferPointer
-    /// How many bytes at the start of `buffer` hold the page's bytes.
-    private var decoded = 0
+    /// How many bytes of each block are decompressed into `buffer` (at their page offsets).
+    private var decodedFirst = 0
+    private var decodedSecond = 0
     private let path: String
     private let offset: UInt64
 
-    fileprivate init(count: Int, stored: UnsafeRawBufferPointer, compressed: Bool, buffer: UnsafeMutableRawBufferPointer,
-                     path: String, offset: UInt64) {
-        self.count = count
+    fileprivate init(header: FrameHeader, stored: UnsafeRawBufferPointer, buffer: UnsafeMutableRawBufferPointer,
+                     path: String, offset: UInt64) throws {
+        count = Int(header.rawLength)
         self.stored = stored
-        self.compressed = compressed
+        compressed = header.codec != .none
+        (firstBlock, secondBlock, split) = try FrameCodec.blocks(header, stored: stored)
         self.buffer = buffer
         self.path = path
         self.offset = offset
     }
 
-    /// The first `length` bytes of the page (`length` ≤ `count`). A compressed page is
-    /// decompressed from its start up to `length` bytes (LZ4 cannot resume a block, so a longer
-    /// prefix than any asked before decompresses the start again; a shorter one costs nothing).
-    /// - Throws: `PageLogError.corruption` when `length` exceeds the page or the stored bytes do
+    /// The first `length` bytes of the page (`length` ≤ `count`).
+    /// - Throws: as `bytes(_:)`.
+    package mutating func prefix(_ length: Int) throws -> UnsafeRawBufferPointer {
+        try bytes(0..<length)
+    }
+
+    /// The page's bytes in `range` (within `0..<count`). A compressed block is decompressed
+    /// from its start up to the end of the range (LZ4 cannot resume a block, so reaching
+    /// further than any call before decompresses the block's start again; less costs nothing).
+    /// - Throws: `PageLogError.corruption` when `range` exceeds the page or the stored bytes do
     ///   not decompress (neither happens to a frame whose checksum matched, unless the writer
     ///   stored wrong bytes).
-    package mutating func prefix(_ length: Int) throws -> UnsafeRawBufferPointer {
-        guard length >= 0, length <= count else {
-            throw PageLogError.corrupt(path, offset, FormatError("\(length) bytes asked of a \(count)-byte page"))
+    package mutating func bytes(_ range: Range<Int>) throws -> UnsafeRawBufferPointer {
+        guard range.lowerBound >= 0, range.upperBound <= count else {
+            throw PageLogError.corrupt(path, offset, FormatError("bytes \(range) asked of a \(count)-byte page"))
         }
-        guard compressed else { return UnsafeRawBufferPointer(rebasing: stored[0..<length]) }
-        if length > decoded {
-            do { try LZ4Codec.decompressPrefix(stored, into: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<length])) } catch let error as FormatError {
-                throw PageLogError.corrupt(path, offset, error)
+        guard compressed else { return UnsafeRawBufferPointer(rebasing: stored[range]) }
+        do {
+            if range.lowerBound < split {
+                let end = min(range.upperBound, split)
+                if end > decodedFirst {
+                    try LZ4Codec.decompressPrefix(firstBlock, into: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<end]))
+                    decodedFirst = end
+                }
             }
-            decoded = length
+            if range.upperBound > split {
+                let end = range.upperBound - split
+                if end > decodedSecond {
+                    try LZ4Codec.decompressPrefix(secondBlock, into: UnsafeMutableRawBufferPointer(rebasing: buffer[split..<(split + end)]))
+                    decodedSecond = end
+                }
+            }
+        } catch let error as FormatError {
+            throw PageLogError.corrupt(path, offset, error)
         }
-        return UnsafeRawBufferPointer(rebasing: buffer[0..<length])
+        return UnsafeRawBufferPointer(rebasing: buffer[range])
     }
 }
 
@@ -89,10 +115,11 @@ extension Snapshot {
     /// - Throws: `PageLogError.corruption` when the frame fails verification; I/O errors.
     package func withPartialPage(_ pageID: UInt64, _ body: (inout PartialPage) throws -> Void) throws -> Bool {
         try withVerifiedFrame(pageID) { header, stored, path, offset in
-            let compressed = header.codec == .lz4
-            try log.partialPageScratch.with(byteCount: compressed ? Int(header.rawLength) : 0) { buffer in
-                var page = PartialPage(count: Int(header.rawLength), stored: stored, compressed: compressed, buffer: buffer,
-                                       path: path, offset: offset)
+            try log.partialPageScratch.with(byteCount: header.codec != .none ? Int(header.rawLength) : 0) { buffer in
+                var page: PartialPage
+                do { page = try PartialPage(header: header, stored: stored, buffer: buffer, path: path, offset: offset) } catch let error as FormatError {
+                    throw PageLogError.corrupt(path, offset, error)
+                }
                 try body(&page)
             }
         }

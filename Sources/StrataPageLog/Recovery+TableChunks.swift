@@ -69,7 +69,7 @@ extension Recovery {
                 switch header.codec {
                 case .none:
                     return try decode(stored)
-                case .lz4:
+                case .lz4, .lz4Halves:
                     let rawLength = Int(header.rawLength)
                     do { try TableChunkCodec.checkSize(rawLength, entries: entries) } catch let error as FormatError {
                         throw PageLogError.corrupt(file.path, offset, error)
@@ -77,7 +77,7 @@ extension Recovery {
                     if scratch.count < rawLength { scratch = [UInt8](repeating: 0, count: rawLength) }
                     return try scratch.withUnsafeMutableBytes { buffer in
                         let target = UnsafeMutableRawBufferPointer(rebasing: buffer[0..<rawLength])
-                        do { try LZ4Codec.decompress(stored, into: target) } catch let error as FormatError {
+                        do { try FrameCodec.decompress(header, stored: stored, into: target) } catch let error as FormatError {
                             throw PageLogError.corrupt(file.path, offset, error)
                         }
                         return try decode(UnsafeRawBufferPointer(target))

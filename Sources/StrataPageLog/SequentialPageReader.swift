@@ -33,12 +33,12 @@ package final class SequentialPageReader {
             switch header.codec {
             case .none:
                 result = try body(stored)
-            case .lz4:
+            case .lz4, .lz4Halves:
                 let rawLength = Int(header.rawLength)
                 if payload.count < rawLength { payload = [UInt8](repeating: 0, count: rawLength) }
                 result = try payload.withUnsafeMutableBytes { buffer in
                     let destination = UnsafeMutableRawBufferPointer(rebasing: buffer[0..<rawLength])
-                    do { try LZ4Codec.decompress(stored, into: destination) } catch let error as FormatError {
+                    do { try FrameCodec.decompress(header, stored: stored, into: destination) } catch let error as FormatError {
                         throw PageLogError.corrupt(path, offset, error)
                     }
                     return try body(UnsafeRawBufferPointer(destination))

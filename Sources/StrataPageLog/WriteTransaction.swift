@@ -104,7 +104,7 @@ package final class WriteTransaction {
         pageWrites += 1
         if usesPipeline && pageWrites > pipelineThreshold {
             try submit(FrameJob(pageID: pageID, lsn: lsn, entityID: entityID, schemaVersion: schemaVersion,
-                                payload: owned ?? [UInt8](bytes), compress: compress))
+                                payload: owned ?? [UInt8](bytes), compress: compress, formatVersion: log.formatVersion))
             return
         }
         try drainPipeline()

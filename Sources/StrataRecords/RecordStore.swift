@@ -73,11 +73,12 @@ package final class RecordStore: Sendable {
             let result = try body(records)
             try records.finish()
             return result
-        } catch PageLogError.invalidPageID(let pageID) where pageID < PageLog.maximumPageID {
+        } catch PageLogError.invalidPageID(let pageID) where pageID != PageLog.maximumPageID {
             // Every page a record transaction writes or frees was allocated by it or read from
             // the store's structures (a tree's children, an overflowed record's chunks, a retired
-            // tree): a page id never allocated came from damaged bytes. (At the id space's end,
-            // allocating throws `invalidPageID` with the maximum: left as it is.)
+            // tree): a page id never allocated came from damaged bytes, below the id space's end
+            // or beyond it. (At the end, allocating throws `invalidPageID` with exactly the
+            // maximum: left as it is.)
             throw RecordTreeError.corruptNode(pageID: pageID, reason: "the store refers to page \(pageID), which was never allocated")
         }
     }

@@ -96,7 +96,7 @@ package struct RecordTreeReader: Sendable {
         return answer
 
         func lookup(_ id: UInt64, in page: inout PartialPage) throws -> Lookup? {
-            let record: (count: Int, index: Int, bytes: UnsafeRawBufferPointer)
+            let overflow: Bool, record: UnsafeRawBufferPointer
             do {
                 // The header and the first id (one LZ4 literal run: nearly free).
                 let head = try page.prefix(min(page.count, LeafNode.headerSize + 8))
@@ -107,26 +107,29 @@ package struct RecordTreeReader: Sendable {
                 // LZ4 cannot resume a block, so decompress the directory and, in the same call,
                 // the data up to where the record probably ends — assuming ids dense and records
                 // of the average size, with one record of slack — and again from the start only
-                // when the guess fell short.
+                // when the guess fell short. A record probably in a page's second LZ4 block
+                // (`PartialPage.split`) is read from that block alone, after the directory.
                 var guess = dataStart
                 if count > 0 {
                     let firstID = UInt64(littleEndian: head.loadUnaligned(fromByteOffset: LeafNode.headerSize, as: UInt64.self))
                     let position = id >= firstID ? Int(min(id - firstID, UInt64(count - 1))) : 0
                     let average = (page.count - dataStart) / count
                     guess = min(page.count, dataStart + (position + 2) * average + 16)
+                    if guess > page.split && dataStart <= page.split { guess = dataStart }
                 }
                 let directory = try page.prefix(guess)
                 try LeafView.validateDirectory(directory, count: count, dataCount: page.count - dataStart)
-                let (found, index) = LeafView(validated: directory, count: count).search(id)
+                let view = LeafView(validated: directory, count: count)
+                let (found, index) = view.search(id)
                 guard found else { return .absent }
-                let end = LeafView(validated: directory, count: count).endOffset(index)
-                record = (count, index, end <= guess ? UnsafeRawBufferPointer(rebasing: directory[0..<end]) : try page.prefix(end))
+                let start = view.startOffset(index), end = view.endOffset(index)
+                overflow = view.isOverflow(index)
+                record = end <= guess ? UnsafeRawBufferPointer(rebasing: directory[start..<end]) : try page.bytes(start..<end)
             } catch let error as FormatError {
                 throw RecordTreeError.corruptNode(pageID: pageID, reason: error.reason)
             }
-            let view = LeafView(validated: record.bytes, count: record.count)
-            if view.isOverflow(record.index) { return .overflow(Array(view.bytes(record.index)), pageID: pageID) }
-            try body(view.bytes(record.index))
+            if overflow { return .overflow(Array(record), pageID: pageID) }
+            try body(record)
             return .found
         }
     }

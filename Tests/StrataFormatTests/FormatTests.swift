@@ -51,6 +51,58 @@ import StrataTestSupport
         #expect(incompressible.codec == .none)
     }
 
+    /// Format 2 compresses payloads of 1 KiB or more as two independent LZ4 blocks; format 1
+    /// as one. Both decode to the payload, and each half's block expands to its half.
+    @Test func format2CompressesLargePayloadsInHalves() throws {
+        for length in [100, FrameCodec.halvesMinimum - 1, FrameCodec.halvesMinimum, 4097, 16 << 10] {
+            // Record-like text with runs long enough that even 100 bytes compress.
+            let payload = (0..<length).map { UInt8(ascii: "a") + UInt8(($0 / 9) % 5) }
+            for version: UInt16 in [1, 2] {
+                var frame: [UInt8] = []
+                payload.withUnsafeBytes { raw in
+                    _ = FrameCodec.append(kind: .page, pageID: 42, lsn: 7, payload: raw, compress: true, formatVersion: version, to: &frame)
+                }
+                let (header, decoded) = try frame.withUnsafeBytes { try FrameCodec.decode($0) }
+                #expect(decoded == payload, "\(length) bytes, format \(version)")
+                #expect(UInt16(header.formatVersion) == version)
+                let halves = version >= 2 && length >= FrameCodec.halvesMinimum
+                #expect(header.codec == (halves ? .lz4Halves : .lz4), "\(length) bytes, format \(version)")
+                try frame.withUnsafeBytes { raw in
+                    let stored = UnsafeRawBufferPointer(rebasing: raw[FrameHeader.size..<(FrameHeader.size + Int(header.storedLength))])
+                    let blocks = try FrameCodec.blocks(header, stored: stored)
+                    #expect(blocks.split == (halves ? length / 2 : length))
+                    var second = [UInt8](repeating: 0, count: length - blocks.split)
+                    if halves { try second.withUnsafeMutableBytes { try LZ4Codec.decompress(blocks.second, into: $0) } }
+                    #expect(second == Array(payload[blocks.split...]))
+                }
+            }
+        }
+    }
+
+    @Test func malformedHalvesAreErrors() throws {
+        var random = SeededRandom(seed: 25)
+        var frame: [UInt8] = []
+        random.recordLikeBytes(4000).withUnsafeBytes { raw in
+            _ = FrameCodec.append(kind: .page, pageID: 42, lsn: 7, payload: raw, compress: true, formatVersion: 2, to: &frame)
+        }
+        #expect(try frame.withUnsafeBytes { try FrameHeader.decode($0) }.codec == .lz4Halves)
+        // Codec 2 in a format 1 frame: the header is invalid.
+        var old = frame
+        old[4] = 1
+        #expect(throws: FormatError.self) { _ = try old.withUnsafeBytes { try FrameHeader.decode($0) } }
+        // A first half's length past the payload, or zero: an error, checksum or not.
+        for bad: UInt32 in [0, 1 << 20, UInt32(frame.count)] {
+            var damaged = frame
+            withUnsafeBytes(of: bad.littleEndian) { damaged.replaceSubrange(48..<52, with: $0) }
+            let header = try damaged.withUnsafeBytes { try FrameHeader.decode($0) }
+            #expect(throws: FormatError.self, "\(bad)") {
+                try damaged.withUnsafeBytes { raw in
+                    _ = try FrameCodec.payload(header, stored: UnsafeRawBufferPointer(rebasing: raw[48..<(48 + Int(header.storedLength))]))
+                }
+            }
+        }
+    }
+
     @Test func theChecksumCoversPageIDAndLSN() throws {
         let frame = encode([1, 2, 3, 4], compress: false)
         for (offset, name) in [(8, "page id"), (16, "lsn"), (24, "entity"), (28, "schema version"), (50, "payload")] {

@@ -273,10 +273,23 @@ enum DecoderCatalog {
                     decoded.payload.withUnsafeBytes { payload in
                         _ = FrameCodec.append(kind: decoded.header.kind, pageID: decoded.header.pageID, lsn: decoded.header.lsn,
                                               entityID: decoded.header.entityID, schemaVersion: decoded.header.schemaVersion,
-                                              payload: payload, compress: decoded.header.codec == .lz4, to: &rebuilt)
+                                              payload: payload, compress: decoded.header.codec != .none,
+                                              formatVersion: UInt16(decoded.header.formatVersion), to: &rebuilt)
                     }
                     guard let again = try? rebuilt.withUnsafeBytes({ try FrameCodec.decode($0) }) else { return "rebuilt frame does not decode" }
                     return again.payload == decoded.payload && again.header.pageID == decoded.header.pageID ? "" : "rebuilt frame differs"
+                }
+            },
+            FuzzedDecoder("page (LZ4 halves)", seeds: lz4HalvesSeeds()) { bytes in
+                // u16 page length, then the stored payload of a format 2 frame in two blocks.
+                guard bytes.count >= 2 else { return nil }
+                let length = Int(bytes[0]) | Int(bytes[1]) << 8
+                let stored = Array(bytes[2...])
+                var header = FrameHeader(kind: .page, codec: .lz4Halves, pageID: 9, lsn: 1, entityID: 0, schemaVersion: 0,
+                                         rawLength: UInt32(length), storedLength: UInt32(stored.count))
+                header.formatVersion = 2
+                return try typed { try stored.withUnsafeBytes { try FrameCodec.payload(header, stored: $0) } }.map { page in
+                    page.count == length ? "" : "LZ4 halves of \(page.count) bytes, header says \(length)"
                 }
             },
             FuzzedDecoder("page (LZ4)", seeds: lz4Seeds()) { bytes in
@@ -411,6 +424,19 @@ enum DecoderCatalog {
                 }
             },
         ]
+    }
+
+    /// Pages as format 2 frames store them in two blocks: u16 length, then the stored payload.
+    static func lz4HalvesSeeds() -> [[UInt8]] {
+        var random = SeededRandom(seed: 8)
+        return [1_500, 4_000, 20_000].map { count in
+            var frame: [UInt8] = []
+            random.recordLikeBytes(count).withUnsafeBytes { page in
+                _ = FrameCodec.append(kind: .page, pageID: 9, lsn: 1, payload: page, compress: true, formatVersion: 2, to: &frame)
+            }
+            let stored = Int(UInt32(littleEndian: frame.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: 36, as: UInt32.self) }))
+            return [UInt8(count & 0xFF), UInt8(count >> 8)] + frame[FrameHeader.size..<(FrameHeader.size + stored)]
+        }
     }
 
     static func lz4Seeds() -> [[UInt8]] {

@@ -11,8 +11,10 @@ import StrataTestSupport
     /// Found by the store-file campaign (forged pages): a stored structure naming a page never
     /// allocated — here an overflowed record's chunk — made deleting the record throw
     /// `invalidPageID` (in the public API `StrataError.invalidPageID`, an error about the
-    /// caller's page ids, without file or reason) instead of corruption.
-    @Test func fuzzFinding2_unallocatedPageInAStoredStructureIsCorruption() throws {
+    /// caller's page ids, without file or reason) instead of corruption. Found again (finding 3)
+    /// with a forged id beyond the page id space (2^31 and more), which the fix had left out.
+    @Test(arguments: [UInt64(1) << 20, UInt64(1) << 43 | 0x1B])
+    func fuzzFinding2_unallocatedPageInAStoredStructureIsCorruption(forgedID: UInt64) throws {
         var options = PageLogOptions()
         options.automaticCompaction = false
         var treeOptions = RecordTreeOptions()
@@ -34,7 +36,7 @@ import StrataTestSupport
         var leaf = try LeafNode.decode(page.bytes)
         #expect(leaf.count == 1 && leaf.isOverflow(0))
         var reference = try Array(leaf.bytes(0)).withUnsafeBytes { try OverflowReference.decode($0) }
-        reference.chunks[reference.chunks.count - 1] = 1 << 20
+        reference.chunks[reference.chunks.count - 1] = forgedID
         leaf = LeafNode()
         leaf.insert(id, bytes: reference.encoded(), overflow: true, at: 0)
         try log.write { try $0.write(leafID, entityID: page.entityID, schemaVersion: page.schemaVersion, bytes: leaf.encoded()) }
@@ -43,7 +45,7 @@ import StrataTestSupport
             try store.write { try $0.tree(for: 1, schemaVersion: 1).delete(id) }
             Issue.record("deleting a record whose chunk was never allocated succeeded")
         } catch RecordTreeError.corruptNode(let pageID, let reason) {
-            #expect(pageID == 1 << 20)
+            #expect(pageID == forgedID)
             #expect(reason.contains("never allocated"))
         }
         // Nothing was committed: the record still reads until its forged chunk.

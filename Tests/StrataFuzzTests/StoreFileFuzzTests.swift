@@ -109,14 +109,15 @@ enum StoreMutation: CaseIterable, CustomStringConvertible {
             var payload = frame.payload
             guard !payload.isEmpty else { return nil }
             let (mutation, mutated) = Mutation.apply(payload, others: [], &random)
-            guard mutated.count == payload.count || frame.header.codec == .lz4 else { return nil }
+            guard mutated.count == payload.count || frame.header.codec != .none else { return nil }
             payload = mutated
             var rebuilt: [UInt8] = []
-            for compress in [frame.header.codec == .lz4, false] {
+            for compress in [frame.header.codec != .none, false] {
                 rebuilt = []
                 payload.withUnsafeBytes { raw in
                     _ = FrameCodec.append(kind: .page, pageID: frame.header.pageID, lsn: frame.header.lsn, entityID: frame.header.entityID,
-                                          schemaVersion: frame.header.schemaVersion, payload: raw, compress: compress, to: &rebuilt)
+                                          schemaVersion: frame.header.schemaVersion, payload: raw, compress: compress,
+                                          formatVersion: UInt16(frame.header.formatVersion), to: &rebuilt)
                 }
                 if rebuilt.count == frame.length { break }
             }

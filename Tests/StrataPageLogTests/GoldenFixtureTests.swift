@@ -14,8 +14,8 @@ import Glibc
 @Suite struct GoldenFixtureTests {
     static let fixtures = String(#filePath.prefix(upTo: #filePath.lastIndex(of: "/")!)) + "/Fixtures"
 
-    @Test(arguments: ["v1-basic"])
-    func opensTheFixture(name: String) throws {
+    @Test(arguments: [("v1-basic", 1 as UInt16), ("v2-basic", 2)])
+    func opensTheFixture(name: String, formatVersion: UInt16) throws {
         let source = Self.fixtures + "/" + name
         let fs = POSIXFileSystem()
         let directory = try temporaryDirectory()
@@ -38,7 +38,23 @@ import Glibc
             expected[id] = (length, crc)
         }
         #expect(!expected.isEmpty)
+        // Every frame is in the fixture's format; format 2 compresses large pages in halves.
+        var codecs: [PayloadCodec: Int] = [:]
+        for file in try fs.contentsOfDirectory(directory) where file.hasSuffix(".seg") {
+            let bytes = try fs.openFile(directory + "/" + file, create: false).read(count: 1 << 24, at: 0)
+            #expect(try SegmentHeader.decode(Array(bytes.prefix(SegmentHeader.size))).formatVersion == formatVersion, "\(file)")
+            var offset = SegmentHeader.size
+            while offset + FrameHeader.size <= bytes.count,
+                  let header = try? bytes.withUnsafeBytes({ try FrameHeader.decode(UnsafeRawBufferPointer(rebasing: $0[offset...])) }) {
+                #expect(UInt16(header.formatVersion) == formatVersion, "\(file) at \(offset)")
+                codecs[header.codec, default: 0] += 1
+                offset += header.frameLength
+            }
+        }
+        #expect(codecs[.lz4, default: 0] > 0 || codecs[.lz4Halves, default: 0] > 0)
+        #expect((codecs[.lz4Halves, default: 0] > 0) == (formatVersion >= 2), "\(codecs)")
         let log = try PageLog.open(directory: directory, fileSystem: fs)
+        #expect(log.formatVersion == formatVersion)
         #expect(log.recoveryReport.replayedTransactions > 0, "the fixture has an uncheckpointed tail to replay")
         let snapshot = try log.snapshot()
         #expect(Set(try snapshot.pageIDs()) == Set(expected.keys))
@@ -46,7 +62,19 @@ import Glibc
             let page = try #require(try snapshot.read(id))
             #expect(page.bytes.count == entry.length && CRC32C.checksum(page.bytes) == entry.crc, "page \(id)")
         }
+        // Writing keeps the store's format: an old store stays readable by the libraries that
+        // wrote it.
+        var random = SeededRandom(seed: 3)
+        try log.write { try $0.write(try $0.allocatePageID(), bytes: random.recordLikeBytes(3_000)) }
+        try log.checkpoint()
         try log.close()
+        let reopened = try PageLog.open(directory: directory, fileSystem: fs)
+        #expect(reopened.formatVersion == formatVersion)
+        try reopened.close()
+        for file in try fs.contentsOfDirectory(directory) where file.hasSuffix(".seg") {
+            let bytes = try fs.openFile(directory + "/" + file, create: false).read(count: SegmentHeader.size, at: 0)
+            #expect(try SegmentHeader.decode(bytes).formatVersion == formatVersion, "\(file) after writing")
+        }
     }
 
     /// Writes a new fixture when STRATA_WRITE_FIXTURE names an empty folder. Used once per
@@ -61,6 +89,10 @@ import Glibc
         var ids: [UInt64] = []
         for round in 0..<40 {
             try log.write(durability: round % 4 == 0 ? .durable : .relaxed) { txn in
+                // Format 2 and later: a page large enough to be compressed in halves.
+                let large = try txn.allocatePageID()
+                ids.append(large)
+                try txn.write(large, entityID: 2, schemaVersion: 1, bytes: random.recordLikeBytes(Int.random(in: 1_100...4_000, using: &random)))
                 for _ in 0..<3 {
                     if ids.count < 30 || Bool.random(using: &random) {
                         let id = try txn.allocatePageID()

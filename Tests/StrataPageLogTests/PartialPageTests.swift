@@ -17,15 +17,19 @@ import StrataTestSupport
         var pages: [UInt64: [UInt8]] = [:]
         for _ in 0..<20 {
             try log.write(durability: .relaxed) { transaction in
-                for _ in 0..<5 {
+                for index in 0..<5 {
                     let id = try transaction.allocatePageID()
-                    let bytes = randomPage(&random, maximum: 6000)
+                    // Random pages (stored raw or in one block), and compressible ones (most
+                    // above 1 KiB: in two blocks, format 2).
+                    let bytes = index % 2 == 0 ? randomPage(&random, maximum: 6000)
+                        : random.recordLikeBytes(Int.random(in: 1...6000, using: &random))
                     try transaction.write(id, bytes: bytes)
                     pages[id] = bytes
                 }
             }
         }
         let snapshot = try log.snapshot()
+        var split = 0
         for (id, bytes) in pages.sorted(by: { $0.key < $1.key }) {
             #expect(try snapshot.read(id)?.bytes == bytes)
             let lengths = (0..<6).map { _ in Int.random(in: 0...bytes.count, using: &random) } + [0, bytes.count, min(8, bytes.count)]
@@ -38,7 +42,22 @@ import StrataTestSupport
                 #expect(throws: PageLogError.self) { _ = try page.prefix(bytes.count + 1) }
             }
             #expect(present)
+            // Ranges anywhere, in any order: from the first block, the second, or both.
+            _ = try snapshot.withPartialPage(id) { page in
+                if page.split < page.count { split += 1 }
+                for _ in 0..<8 {
+                    let start = Int.random(in: 0...bytes.count, using: &random)
+                    let range = start..<Int.random(in: start...bytes.count, using: &random)
+                    let read = Array(try page.bytes(range))
+                    #expect(read == Array(bytes[range]), "seed \(seed) page \(id) bytes \(range)")
+                }
+                let tail = max(0, bytes.count - 10)..<bytes.count
+                let read = Array(try page.bytes(tail))
+                #expect(read == Array(bytes[tail]))
+                #expect(throws: PageLogError.self) { _ = try page.bytes(0..<(bytes.count + 1)) }
+            }
         }
+        #expect(split > 10, "pages compressed in halves: \(split)")
         #expect(try !snapshot.withPartialPage(99_999) { _ in Issue.record("no such page") })
     }
 

@@ -57,6 +57,13 @@ func runFuzzInput(_ input: UnsafeRawBufferPointer) {
         if let payload = source.withUnsafeBytes({ try? FrameCodec.payload(header, stored: $0) }) {
             check(payload.count == length, "LZ4 payload length")
         }
+        // And as the stored payload of a format 2 frame in two blocks.
+        var halves = FrameHeader(kind: .page, codec: .lz4Halves, pageID: 9, lsn: 1, entityID: 0, schemaVersion: 0,
+                                 rawLength: UInt32(length), storedLength: UInt32(source.count))
+        halves.formatVersion = 2
+        if let payload = source.withUnsafeBytes({ try? FrameCodec.payload(halves, stored: $0) }) {
+            check(payload.count == length, "LZ4 halves payload length")
+        }
     case .commitRecord:
         if let value = try? CommitRecord.decode(bytes) { check((try? CommitRecord.decode(value.encoded())) == value, "commit record round trip") }
     case .checkpointRoot:
