@@ -125,6 +125,12 @@ extension MigrationRunner {
                                     reason: "\(error)", bytes: Array(old)))
                             }
                         }
+                        // Consecutive records whose transforms all wrote new bytes (the pipeline's):
+                        // inserted at once, as `deliver` would insert them one after another.
+                        func deliverWritten(_ ids: UnsafeBufferPointer<UInt64>, _ bytes: UnsafeRawBufferPointer, _ start: Int,
+                                            _ ends: UnsafeBufferPointer<Int>) throws {
+                            try tree.insert(ids: ids, bytes: bytes, start: start, ends: ends)
+                        }
                         var last: UInt64 = 0
                         let reader = snapshot.reader(for: source)
                         if let pipeline {
@@ -135,10 +141,10 @@ extension MigrationRunner {
                                 count += taken.count
                                 bytesRead += UInt64(taken.allBytes.count)
                                 last = taken.id(taken.count - 1)
-                                try pipeline.add(taken, deliver: deliver)
+                                try pipeline.add(taken, deliverWritten: deliverWritten, deliver: deliver)
                                 return count < batchSize
                             }
-                            try pipeline.finish(deliver: deliver)
+                            try pipeline.finish(deliverWritten: deliverWritten, deliver: deliver)
                         } else {
                             let environment = environment(transaction)
                             try reader.scanRuns(from: (shadow?.cursor ?? 0) + 1, mapped: false) { run in

@@ -12,10 +12,12 @@ import StrataRecords
 /// of `chunkSize` records and submits each full one. A worker (or the migration's thread, when
 /// work piles up or it has nothing else to do) transforms a whole chunk, keeping each record's
 /// outcome — its new bytes, dropped, or the error thrown — in the chunk. The migration's
-/// thread delivers outcomes strictly in submission order, one record after another, exactly
-/// as the sequential loop would have met them: so inserts, quarantined records and the error
-/// that fails the stage are the same, in the same order, and every I/O call stays on the
-/// migration's thread. Chunks of one batch are all delivered before it commits.
+/// thread delivers outcomes strictly in submission order, exactly as the sequential loop would
+/// have met them — consecutive records of a chunk that were all written in one call (their new
+/// bytes are back to back: one bulk insert), each dropped or failed one on its own: so
+/// inserts, quarantined records and the error that fails the stage are the same, in the same
+/// order, and every I/O call stays on the migration's thread. Chunks of one batch are all
+/// delivered before it commits.
 ///
 /// Thread-safety (`@unchecked Sendable`): the queue is a `Mutex`. A chunk is filled by the
 /// migration's thread before it is submitted, transformed by the one thread that took it from
@@ -150,9 +152,9 @@ final class TransformPipeline: @unchecked Sendable {
         filling.clear()
     }
 
-    /// Adds the batch's next old records (copied); `deliver` gets the outcomes of records whose
-    /// chunk is done, in order.
-    func add(_ run: RecordRun, deliver: Deliver) throws {
+    /// Adds the batch's next old records (copied); the outcomes of records whose chunk is done
+    /// go, in order, to `deliverWritten` (runs of written records) and `deliver` (the others).
+    func add(_ run: RecordRun, deliverWritten: DeliverWritten, deliver: Deliver) throws {
         var done = 0
         while done < run.count {
             let chunk = filling
@@ -166,20 +168,28 @@ final class TransformPipeline: @unchecked Sendable {
             done += part.count
             if chunk.count == Self.chunkSize {
                 submit()
-                try drain(waiting: false, deliver)
+                try drain(waiting: false, deliverWritten, deliver)
             }
         }
     }
 
     /// Delivers every outcome of the batch, transforming what no worker took yet.
-    func finish(deliver: Deliver) throws {
+    func finish(deliverWritten: DeliverWritten, deliver: Deliver) throws {
         if filling.count > 0 { submit() }
-        try drain(waiting: true, deliver)
+        try drain(waiting: true, deliverWritten, deliver)
     }
 
     /// What the migration's thread does with one record's outcome: its identifier, its old
-    /// bytes, and its new bytes (nil: dropped) or the error the transform threw.
+    /// bytes, and its new bytes (nil: dropped) or the error the transform threw. The pipeline
+    /// delivers dropped and failed records this way; written ones go to `DeliverWritten`.
     typealias Deliver = (UInt64, UnsafeRawBufferPointer, Result<UnsafeRawBufferPointer?, any Error>) throws -> Void
+
+    /// What the migration's thread does with consecutive records of a chunk that were all
+    /// written (`RecordTreeWriter.insert(ids:bytes:start:ends:)` takes this shape): their
+    /// identifiers, and their new bytes back to back in `bytes` — `ends[i]` ends record i's,
+    /// record 0's start at `start`.
+    typealias DeliverWritten = (_ ids: UnsafeBufferPointer<UInt64>, _ bytes: UnsafeRawBufferPointer, _ start: Int,
+                                _ ends: UnsafeBufferPointer<Int>) throws -> Void
 
     private func submit() {
         let chunk = filling
@@ -197,7 +207,7 @@ final class TransformPipeline: @unchecked Sendable {
     /// read): also transforms the oldest chunk no worker took when `backlogHelped` wait, so
     /// the workers never fall far behind. `waiting` (the batch was read): transforms every
     /// chunk no worker took and waits for the others, until all are delivered.
-    private func drain(waiting: Bool, _ deliver: Deliver) throws {
+    private func drain(waiting: Bool, _ deliverWritten: DeliverWritten, _ deliver: Deliver) throws {
         enum Step { case deliver(Chunk), run(Chunk, Int), wait, stop }
         while true {
             let step = queue.withLock { queue -> Step in
@@ -211,7 +221,7 @@ final class TransformPipeline: @unchecked Sendable {
             switch step {
             case .deliver(let chunk):
                 head += 1
-                try deliverOutcomes(of: chunk, deliver)
+                try deliverOutcomes(of: chunk, deliverWritten, deliver)
             case .run(let chunk, let index):
                 transform(chunk, environment)
                 queue.withLock { $0.done[index] = true }
@@ -223,21 +233,35 @@ final class TransformPipeline: @unchecked Sendable {
         }
     }
 
-    private func deliverOutcomes(of chunk: Chunk, _ deliver: Deliver) throws {
+    /// Delivers a chunk's outcomes in order: each run of consecutive written records at once,
+    /// every other record on its own.
+    private func deliverOutcomes(of chunk: Chunk, _ deliverWritten: DeliverWritten, _ deliver: Deliver) throws {
         try chunk.input.withUnsafeBytes { input in
             try chunk.output.withUnsafeBytes { output in
-                var inputStart = 0, outputStart = 0
-                for index in 0..<chunk.count {
-                    let old = UnsafeRawBufferPointer(rebasing: input[inputStart..<chunk.inputEnds[index]])
-                    let outcome: Result<UnsafeRawBufferPointer?, any Error>
-                    switch chunk.outcomes[index] {
-                    case .written: outcome = .success(UnsafeRawBufferPointer(rebasing: output[outputStart..<chunk.outputEnds[index]]))
-                    case .dropped: outcome = .success(nil)
-                    case .failed(let error): outcome = .failure(error)
+                try chunk.ids.withUnsafeBufferPointer { ids in
+                    try chunk.outputEnds.withUnsafeBufferPointer { outputEnds in
+                        var index = 0
+                        while index < chunk.count {
+                            var end = index
+                            while end < chunk.count, case .written = chunk.outcomes[end] { end += 1 }
+                            if end > index {
+                                try deliverWritten(UnsafeBufferPointer(rebasing: ids[index..<end]), output,
+                                                   index == 0 ? 0 : outputEnds[index - 1],
+                                                   UnsafeBufferPointer(rebasing: outputEnds[index..<end]))
+                                index = end
+                                continue
+                            }
+                            let inputStart = index == 0 ? 0 : chunk.inputEnds[index - 1]
+                            let old = UnsafeRawBufferPointer(rebasing: input[inputStart..<chunk.inputEnds[index]])
+                            // Not written (those went above): dropped, or failed.
+                            if case .failed(let error) = chunk.outcomes[index] {
+                                try deliver(ids[index], old, .failure(error))
+                            } else {
+                                try deliver(ids[index], old, .success(nil))
+                            }
+                            index += 1
+                        }
                     }
-                    try deliver(chunk.ids[index], old, outcome)
-                    inputStart = chunk.inputEnds[index]
-                    outputStart = chunk.outputEnds[index]
                 }
             }
         }

@@ -50,6 +50,22 @@ struct LeafNode: Equatable {
         ends.append(UInt32(data.count) | (overflow ? Self.overflowFlag : 0))
     }
 
+    /// Appends records whose ids ascend past the last one (none overflowed): `ids`, and their
+    /// bytes back to back in `bytes`, record i's ending `ends[i] - origin` bytes in. One copy of
+    /// the bytes, the directory appended whole.
+    mutating func append(ids: UnsafeBufferPointer<UInt64>, bytes: UnsafeRawBufferPointer, ends: UnsafeBufferPointer<Int>, origin: Int) {
+        let shift = data.count - origin
+        data.append(contentsOf: bytes.assumingMemoryBound(to: UInt8.self))
+        self.ids.append(contentsOf: ids)
+        // Grown at once, then stored into (appending a lazily mapped sequence went element by
+        // element through its iterator).
+        let first = self.ends.count
+        self.ends.append(contentsOf: repeatElement(0, count: ends.count))
+        self.ends.withUnsafeMutableBufferPointer { stored in
+            for index in ends.indices { stored[first + index] = UInt32(ends[index] + shift) }
+        }
+    }
+
     mutating func remove(at index: Int) {
         let range = start(index)..<end(index)
         data.removeSubrange(range)

@@ -214,6 +214,100 @@ package final class RecordTreeWriter {
         _ = try place(id, stored: bytes, overflow: false, mustExist: false, mustNotExist: true)
     }
 
+    /// Inserts new records from bytes the caller keeps back to back (a migration's transformed
+    /// chunk): record i has id `ids[i]` and bytes `bytes[ends[i - 1] ..< ends[i]]`, record 0's
+    /// starting at `start`. The same as `insert(_:raw:)` for each in turn — the same leaves
+    /// byte for byte, the same errors, the records before a failing one inserted — but records
+    /// whose ids ascend past every id of the tree (a migration's shadow tree gets only those)
+    /// fill its last leaf a sub-run at a time: their bytes copied at once, their directory
+    /// appended whole, the leaf marked modified once. Records go through `insert(_:raw:)`
+    /// instead when the tree is empty (the first one), keeps indexes (all of them), or the
+    /// record overflows (larger than `maximumInlineRecord`) or has an id not above the tree's
+    /// last (a duplicate throws `duplicateID` there). A journal is told of each insert, as
+    /// `insert(_:raw:)` tells it: by id, in order, before the record enters its leaf.
+    package func insert(ids: UnsafeBufferPointer<UInt64>, bytes: UnsafeRawBufferPointer, start: Int,
+                        ends: UnsafeBufferPointer<Int>) throws {
+        guard ids.count == ends.count else {
+            throw RecordTreeError.invalidRecord(entityID: entityID, recordID: ids.first ?? 0,
+                                                reason: "a run of \(ids.count) ids has \(ends.count) end offsets")
+        }
+        var index = 0, recordStart = start
+        while index < ids.count {
+            let appended = try appendPastTheEnd(ids, bytes, ends, from: index, start: recordStart)
+            if appended > 0 {
+                index += appended
+                recordStart = ends[index - 1]
+                continue
+            }
+            // Anything else, one record the usual way.
+            let end = ends[index]
+            guard recordStart >= 0, recordStart <= end, end <= bytes.count else { throw invalidEnd(ids[index], recordStart, end, bytes.count) }
+            try insert(ids[index], raw: UnsafeRawBufferPointer(rebasing: bytes[recordStart..<end]))
+            recordStart = end
+            index += 1
+        }
+    }
+
+    /// Appends records `index...` of a run (as `insert(ids:bytes:start:ends:)` has them,
+    /// record `index` starting at `start`) past the end of the tree, as many as are in line:
+    /// into the last leaf while they fit, then the first that does not starts a new leaf as
+    /// `place` starts one for it. Returns how many it appended; 0 when record `index` must take
+    /// the per-record path (the tree is empty or keeps indexes, the record overflows, or its
+    /// id is not above the tree's last).
+    private func appendPastTheEnd(_ ids: UnsafeBufferPointer<UInt64>, _ bytes: UnsafeRawBufferPointer, _ ends: UnsafeBufferPointer<Int>,
+                                  from index: Int, start: Int) throws -> Int {
+        guard indexes == nil, root.rootPageID != 0 else { return 0 }
+        let (path, leafID, leaf, high) = try findLeaf(ids[index])
+        // Not the last leaf: the id is below the tree's last.
+        guard high == nil else { return 0 }
+        // Records `index..<end` fit in the leaf as `place` would fill it: a record goes in, and
+        // moves to a new leaf if the leaf then passes `maximumNodeSize` and holds another one.
+        var last = leaf.node.ids.last, size = leaf.node.encodedSize, count = leaf.node.count
+        var end = index, recordStart = start, full = false
+        while end < ids.count {
+            let id = ids[end], recordEnd = ends[end]
+            guard last.map({ id > $0 }) ?? true else { break }
+            guard recordStart >= 0, recordStart <= recordEnd, recordEnd <= bytes.count else { throw invalidEnd(id, recordStart, recordEnd, bytes.count) }
+            let length = recordEnd - recordStart
+            guard length <= options.maximumInlineRecord else { break }
+            let grown = size + LeafNode.entrySize + length
+            if grown > options.maximumNodeSize && count > 0 { full = true; break }
+            size = grown
+            count += 1
+            last = id
+            end += 1
+            recordStart = recordEnd
+        }
+        if end > index {
+            if let journal { for id in ids[index..<end] { try journal.recordInsert(entityID: entityID, id: id) } }
+            leaf.node.append(ids: UnsafeBufferPointer(rebasing: ids[index..<end]), bytes: UnsafeRawBufferPointer(rebasing: bytes[start..<recordStart]),
+                             ends: UnsafeBufferPointer(rebasing: ends[index..<end]), origin: start)
+            root.count += UInt64(end - index)
+            markDirty(leafID, .leaf(leaf))
+            if nodes.isOverBudget { try writeDirtyNodes() }
+        }
+        if full {
+            // The record that did not fit starts the next leaf, alone, as `place` leaves it.
+            let id = ids[end]
+            try journal?.recordInsert(entityID: entityID, id: id)
+            var right = LeafNode()
+            right.data.reserveCapacity(options.maximumNodeSize)
+            right.ids.reserveCapacity(leaf.node.count + 1)
+            right.ends.reserveCapacity(leaf.node.count + 1)
+            right.append(id, bytes: UnsafeRawBufferPointer(rebasing: bytes[recordStart..<ends[end]]), overflow: false)
+            root.count += 1
+            markDirty(leafID, .leaf(leaf))
+            try addRightLeaf(right, after: leafID, path: path, writingLeft: true)
+            end += 1
+        }
+        if nodes.isOverBudget { try writeDirtyNodes() }
+        return end - index
+    }
+
+    private func invalidEnd(_ id: UInt64, _ start: Int, _ end: Int, _ count: Int) -> RecordTreeError {
+        .invalidRecord(entityID: entityID, recordID: id, reason: "its bytes \(start)..<\(end) are not within the run's \(count)")
+    }
+
     /// Puts the stored form of a record (its bytes, or an overflow reference) into its leaf;
     /// indexes and journal were told already.
     private func place(_ id: UInt64, stored: UnsafeRawBufferPointer, overflow: Bool, mustExist: Bool, mustNotExist: Bool) throws -> Bool {
@@ -250,23 +344,29 @@ package final class RecordTreeWriter {
             var right = appended ? leaf.node.splitOff(at: index) : leaf.node.splitOff()
             // The next appends fill it: room for a whole leaf at once (its bytes, and as many
             // records as the leaf it split from holds), not a doubling per few records.
+            // (`appendPastTheEnd` starts its leaves the same way.)
             if appended {
                 right.data.reserveCapacity(options.maximumNodeSize)
                 right.ids.reserveCapacity(leaf.node.count + 1)
                 right.ends.reserveCapacity(leaf.node.count + 1)
             }
-            hint = nil
-            let rightID = try transaction.allocatePageID()
-            markDirty(rightID, .leaf(Leaf(right)))
-            try insertSeparator(right.ids[0], right: rightID, left: leafID, path: path)
-            // An append past the end of the tree (a bulk insert in id order) leaves a full leaf
-            // behind that no later append touches: write it now, so page writes are spread
-            // evenly over the run (which the page log's frame pipeline overlaps with the
-            // caller) instead of coming in `dirtyBudget` bursts, and it holds no memory.
-            if appended && high == nil { try writeNow(leafID) }
+            try addRightLeaf(right, after: leafID, path: path, writingLeft: appended && high == nil)
         }
         if nodes.isOverBudget { try writeDirtyNodes() }
         return true
+    }
+
+    /// Links `right`, split from leaf `leftID` (reached by `path`), into the tree as a new page
+    /// after it. `writingLeft`: the split was an append past the end of the tree (a bulk insert
+    /// in id order), which leaves a full leaf behind that no later append touches: it is written
+    /// now, so page writes are spread evenly over the run (which the page log's frame pipeline
+    /// overlaps with the caller) instead of coming in `dirtyBudget` bursts, and it holds no memory.
+    private func addRightLeaf(_ right: LeafNode, after leftID: UInt64, path: [(UInt64, Int)], writingLeft: Bool) throws {
+        hint = nil
+        let rightID = try transaction.allocatePageID()
+        markDirty(rightID, .leaf(Leaf(right)))
+        try insertSeparator(right.ids[0], right: rightID, left: leftID, path: path)
+        if writingLeft { try writeNow(leftID) }
     }
 
     /// Records larger than `maximumInlineRecord` go to overflow pages; the leaf keeps a reference.
