@@ -188,4 +188,6 @@ final class CachedIndexNode: CachedPage {
         }
         byteCount = bytes.count
     }
+
+    static func cast(_ page: any CachedPage) -> CachedIndexNode? { page as? CachedIndexNode }
 }
