@@ -152,9 +152,9 @@ package enum FrameCodec {
     /// Compress when the result saves at least this fraction (1/8) of the raw size.
     static let minimumSavingsShift = 3
 
-    /// Payloads at least this long are compressed in halves (`PayloadCodec.lz4Halves`) when
-    /// the caller asks for halves: a point lookup in a 4 KiB leaf then decompresses about 40 %
-    /// fewer bytes on average, for about 6 % more stored bytes.
+    /// Payloads at least this long are compressed in halves (`PayloadCodec.lz4Halves`) in
+    /// format 2: a point lookup in a 4 KiB leaf then decompresses about 40 % fewer bytes on
+    /// average, for about 7 % more stored bytes.
     package static let halvesMinimum = 1024
 
     /// Appends one frame (header, possibly compressed payload, padding) to `buffer`, in format
