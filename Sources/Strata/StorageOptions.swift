@@ -22,6 +22,7 @@ public struct StorageOptions: Sendable {
     /// Compress pages with LZ4 when it saves at least 1/8 (default true).
     public var compression: Bool
     /// Compact in the background when the log passes twice the live data (default true).
+    /// Off, the log only grows until the app calls `Store.compact()`.
     public var automaticCompaction: Bool
     /// Read pages through read-only memory maps of the store's files (default true): no
     /// system call and no copy per page read. The trade-off is SQLite's `mmap_size`: a disk
