@@ -281,24 +281,17 @@ enum DecoderCatalog {
                 }
             },
             FuzzedDecoder("page (LZ4 halves)", seeds: lz4HalvesSeeds()) { bytes in
-                // u16 page length, then the stored payload of a format 2 frame in two blocks.
-                guard bytes.count >= 2 else { return nil }
-                let length = Int(bytes[0]) | Int(bytes[1]) << 8
-                let stored = Array(bytes[2...])
-                var header = FrameHeader(kind: .page, codec: .lz4Halves, pageID: 9, lsn: 1, entityID: 0, schemaVersion: 0,
-                                         rawLength: UInt32(length), storedLength: UInt32(stored.count))
-                header.formatVersion = 2
+                // The stored payload of a format 2 frame in two blocks.
+                guard let (header, stored) = pagePayload(bytes, codec: .lz4Halves) else { return nil }
+                let length = Int(header.rawLength)
                 return try typed { try stored.withUnsafeBytes { try FrameCodec.payload(header, stored: $0) } }.map { page in
                     page.count == length ? "" : "LZ4 halves of \(page.count) bytes, header says \(length)"
                 }
             },
             FuzzedDecoder("page (LZ4)", seeds: lz4Seeds()) { bytes in
-                // u16 page length, then the block: decoded as a frame payload the header says is LZ4.
-                guard bytes.count >= 2 else { return nil }
-                let length = Int(bytes[0]) | Int(bytes[1]) << 8
-                let stored = Array(bytes[2...])
-                let header = FrameHeader(kind: .page, codec: .lz4, pageID: 9, lsn: 1, entityID: 0, schemaVersion: 0,
-                                         rawLength: UInt32(length), storedLength: UInt32(stored.count))
+                // The block, decoded as a frame payload the header says is LZ4.
+                guard let (header, stored) = pagePayload(bytes, codec: .lz4) else { return nil }
+                let length = Int(header.rawLength)
                 return try typed { try stored.withUnsafeBytes { try FrameCodec.payload(header, stored: $0) } }.map { page in
                     guard page.count == length else { return "LZ4 page of \(page.count) bytes, header says \(length)" }
                     // Compressing the page again and decompressing gives it back.
@@ -424,6 +417,17 @@ enum DecoderCatalog {
                 }
             },
         ]
+    }
+
+    /// An input of the page decoders read as a u16 page length, then a stored payload: the
+    /// payload and the header of a page frame with `codec` (format 2 for codec 2).
+    static func pagePayload(_ bytes: [UInt8], codec: PayloadCodec) -> (header: FrameHeader, stored: [UInt8])? {
+        guard bytes.count >= 2 else { return nil }
+        let stored = Array(bytes[2...])
+        var header = FrameHeader(kind: .page, codec: codec, pageID: 9, lsn: 1, entityID: 0, schemaVersion: 0,
+                                 rawLength: UInt32(Int(bytes[0]) | Int(bytes[1]) << 8), storedLength: UInt32(stored.count))
+        if codec == .lz4Halves { header.formatVersion = 2 }
+        return (header, stored)
     }
 
     /// Pages as format 2 frames store them in two blocks: u16 length, then the stored payload.

@@ -12,14 +12,20 @@ import StrataTestSupport
         var body: String
     }
 
-    @Test func compactGivesBackOverwrittenSpaceAndKeepsEveryRecord() throws {
-        let folder = try temporaryDirectory()
-        defer { removeDirectory(folder) }
+    /// Automatic compaction off, small segments (so a compaction has sealed ones to empty),
+    /// and no journal: it would keep every version written as history (live data).
+    static var configuration: Store.Configuration {
         var configuration = Store.Configuration()
         configuration.storage.automaticCompaction = false
         configuration.storage.segmentSize = 64 << 10
-        // No journal: it would keep every version written as history (live data).
         configuration.history.isEnabled = false
+        return configuration
+    }
+
+    @Test func compactGivesBackOverwrittenSpaceAndKeepsEveryRecord() throws {
+        let folder = try temporaryDirectory()
+        defer { removeDirectory(folder) }
+        let configuration = Self.configuration
         let store = try Store(at: folder, for: [Note.self], configuration: configuration)
         var random = SeededRandom(seed: 0xC0FAC7)
         func note(_ index: Int, _ round: Int) -> Note {
@@ -68,11 +74,7 @@ import StrataTestSupport
     @Test func asyncFormsCompactAndCheckpoint() async throws {
         let folder = try temporaryDirectory()
         defer { removeDirectory(folder) }
-        var configuration = Store.Configuration()
-        configuration.storage.automaticCompaction = false
-        configuration.storage.segmentSize = 64 << 10
-        configuration.history.isEnabled = false
-        let store = try Store(at: folder, for: [Note.self], configuration: configuration)
+        let store = try Store(at: folder, for: [Note.self], configuration: Self.configuration)
         var random = SeededRandom(seed: 0xA5)
         let bodies = (0..<2_001).map { _ in String(decoding: random.recordLikeBytes(300), as: UTF8.self) }
         let body = bodies[0]
