@@ -21,4 +21,4 @@ package struct FormatError: Error, Sendable, Equatable, CustomStringConvertible 
 
 /// The on-disk format version this library writes and the newest it reads.
 /// Docs/FileFormat.md, "Versions".
-package let currentFormatVersion: UInt16 = 2
+package let currentFormatVersion: UInt16 = 3

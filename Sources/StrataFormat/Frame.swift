@@ -31,6 +31,11 @@ package enum PayloadCodec: UInt8, Sendable {
     /// bytes) and the rest, after the first block's stored length (`u32`). A reader that needs
     /// bytes of the second half decompresses that block alone.
     case lz4Halves = 2
+    /// A page stored for partial reads (format version 3): a table, the page's first bytes
+    /// (its directory) raw, then the rest in independent LZ4 blocks of a fixed raw size, each
+    /// with its own CRC32C (`FrameCodec.BlockLayout`). The header's checksum covers the table
+    /// and the raw bytes; a reader verifies and decompresses only the blocks it needs.
+    case lz4Blocks = 3
 }
 
 /// The 48-byte header in front of every frame; for page frames it is the page header.
@@ -135,12 +140,19 @@ package struct FrameHeader: Equatable, Sendable {
                   UInt64(header.rawLength) <= UInt64(header.storedLength) * 255 + 510 else {
                 throw FormatError("stored length \(header.storedLength) impossible for \(header.rawLength) bytes LZ4-compressed in halves", at: 36)
             }
+        case .lz4Blocks:
+            guard version >= 3 else { throw FormatError("payload codec 3 in a frame of format version \(version)", at: 6) }
+            // The writer stores a page this way only when it is smaller than the page.
+            guard header.storedLength >= UInt32(FrameCodec.BlockLayout.fixedSize), header.storedLength < header.rawLength else {
+                throw FormatError("stored length \(header.storedLength) impossible for \(header.rawLength) bytes stored in LZ4 blocks", at: 36)
+            }
         }
         guard header.lsn > 0 else { throw FormatError("frame LSN 0", at: 16) }
         return header
     }
 
-    /// The checksum of a header and a stored payload (the checksum field itself is excluded).
+    /// The checksum of a header and the bytes of a stored payload it covers (the checksum field
+    /// itself is excluded): the whole stored payload, except for codec 3 (`FrameCodec.coveredLength`).
     package static func computeChecksum(header: UnsafeRawBufferPointer, payload: UnsafeRawBufferPointer) -> UInt32 {
         let first = CRC32C.checksum(UnsafeRawBufferPointer(rebasing: header[0..<44]))
         return CRC32C.checksum(payload, seed: first)
@@ -157,40 +169,73 @@ package enum FrameCodec {
     /// average, for about 7 % more stored bytes.
     package static let halvesMinimum = 1024
 
+    /// The raw size of the LZ4 blocks of a page stored for partial reads (codec 3, format 3).
+    /// A point lookup in a 4 KiB leaf verifies and decompresses one such block, at most up to
+    /// the record's end.
+    package static let partialReadBlockSize = 1024
+
     /// Appends one frame (header, possibly compressed payload, padding) to `buffer`, in format
-    /// `formatVersion` (the store's): from version 2 on, a payload of at least `halvesMinimum`
-    /// bytes is compressed as two independent blocks. Returns the frame's length in bytes.
+    /// `formatVersion` (the store's), and returns the frame's length in bytes.
+    ///
+    /// How a compressed payload is stored depends on the format: one LZ4 block in format 1; in
+    /// format 2, two (`lz4Halves`) from `halvesMinimum` bytes on; in format 3, one block,
+    /// except for a page written with a `directoryLength` — one read in part, a record tree
+    /// leaf — which is stored for partial reads (`lz4Blocks`): its first `directoryLength`
+    /// bytes raw, the rest in blocks of `partialReadBlockSize`.
     @discardableResult
     package static func append(kind: FrameKind, pageID: UInt64, lsn: UInt64, entityID: UInt32 = 0, schemaVersion: UInt32 = 0,
-                               payload: UnsafeRawBufferPointer, compress: Bool, formatVersion: UInt16 = currentFormatVersion,
-                               compressor: LZ4Compressor? = nil, to buffer: inout [UInt8]) -> Int {
+                               payload: UnsafeRawBufferPointer, compress: Bool, directoryLength: Int? = nil,
+                               formatVersion: UInt16 = currentFormatVersion, compressor: LZ4Compressor? = nil,
+                               to buffer: inout [UInt8]) -> Int {
         let start = buffer.count
         let rawLength = payload.count
         var codec = PayloadCodec.none
         var stored = rawLength
+        var covered = rawLength  // the stored bytes the header's checksum covers
         if compress && rawLength >= 64 {
-            let split = formatVersion >= 2 && rawLength >= halvesMinimum ? rawLength / 2 : 0
-            let bound = split > 0 ? 4 + LZ4Codec.bound(split) + LZ4Codec.bound(rawLength - split) : LZ4Codec.bound(rawLength)
-            buffer.append(contentsOf: repeatElement(0, count: FrameHeader.size + bound))
-            let produced = buffer.withUnsafeMutableBytes { raw -> Int? in
-                let destination = UnsafeMutableRawBufferPointer(rebasing: raw[(start + FrameHeader.size)..<(start + FrameHeader.size + bound)])
-                func block(_ source: UnsafeRawBufferPointer, _ destination: UnsafeMutableRawBufferPointer) -> Int? {
-                    if let compressor { return LZ4Codec.compress(source, into: destination, using: compressor) }
-                    return LZ4Codec.compress(source, into: destination)
-                }
-                guard split > 0 else { return block(payload, destination) }
-                guard let first = block(UnsafeRawBufferPointer(rebasing: payload[0..<split]), UnsafeMutableRawBufferPointer(rebasing: destination[4...])),
-                      let second = block(UnsafeRawBufferPointer(rebasing: payload[split...]),
-                                         UnsafeMutableRawBufferPointer(rebasing: destination[(4 + first)...])) else { return nil }
-                destination.storeBytes(of: UInt32(first).littleEndian, toByteOffset: 0, as: UInt32.self)
-                return 4 + first + second
+            func block(_ source: UnsafeRawBufferPointer, _ destination: UnsafeMutableRawBufferPointer) -> Int? {
+                if let compressor { return LZ4Codec.compress(source, into: destination, using: compressor) }
+                return LZ4Codec.compress(source, into: destination)
             }
-            if let produced, produced <= rawLength - (rawLength >> minimumSavingsShift) {
-                codec = split > 0 ? .lz4Halves : .lz4
-                stored = produced
-                buffer.removeLast(bound - produced)
+            let limit = rawLength - (rawLength >> minimumSavingsShift)
+            if formatVersion >= 3, let directoryLength {
+                let layout = BlockLayout.Shape(rawLength: rawLength, prefixLength: min(max(directoryLength, 0), rawLength),
+                                               blockSize: partialReadBlockSize)
+                let bound = layout.storedBound
+                buffer.append(contentsOf: repeatElement(0, count: FrameHeader.size + bound))
+                let produced = buffer.withUnsafeMutableBytes { raw -> Int in
+                    let destination = UnsafeMutableRawBufferPointer(rebasing: raw[(start + FrameHeader.size)..<(start + FrameHeader.size + bound)])
+                    return layout.write(payload, into: destination, compress: block)
+                }
+                if produced <= limit {
+                    codec = .lz4Blocks
+                    stored = produced
+                    covered = layout.headLength
+                    buffer.removeLast(bound - produced)
+                } else {
+                    buffer.removeLast(FrameHeader.size + bound)
+                }
             } else {
-                buffer.removeLast(FrameHeader.size + bound)
+                let split = formatVersion == 2 && rawLength >= halvesMinimum ? rawLength / 2 : 0
+                let bound = split > 0 ? 4 + LZ4Codec.bound(split) + LZ4Codec.bound(rawLength - split) : LZ4Codec.bound(rawLength)
+                buffer.append(contentsOf: repeatElement(0, count: FrameHeader.size + bound))
+                let produced = buffer.withUnsafeMutableBytes { raw -> Int? in
+                    let destination = UnsafeMutableRawBufferPointer(rebasing: raw[(start + FrameHeader.size)..<(start + FrameHeader.size + bound)])
+                    guard split > 0 else { return block(payload, destination) }
+                    guard let first = block(UnsafeRawBufferPointer(rebasing: payload[0..<split]), UnsafeMutableRawBufferPointer(rebasing: destination[4...])),
+                          let second = block(UnsafeRawBufferPointer(rebasing: payload[split...]),
+                                             UnsafeMutableRawBufferPointer(rebasing: destination[(4 + first)...])) else { return nil }
+                    destination.storeBytes(of: UInt32(first).littleEndian, toByteOffset: 0, as: UInt32.self)
+                    return 4 + first + second
+                }
+                if let produced, produced <= limit {
+                    codec = split > 0 ? .lz4Halves : .lz4
+                    stored = produced
+                    covered = produced
+                    buffer.removeLast(bound - produced)
+                } else {
+                    buffer.removeLast(FrameHeader.size + bound)
+                }
             }
         }
         if codec == .none {
@@ -205,15 +250,15 @@ package enum FrameCodec {
         buffer.withUnsafeMutableBytes { raw in
             let headerBytes = UnsafeMutableRawBufferPointer(rebasing: raw[start..<(start + FrameHeader.size)])
             header.write(to: headerBytes)
-            let payloadBytes = UnsafeRawBufferPointer(rebasing: raw[(start + FrameHeader.size)..<(start + FrameHeader.size + stored)])
-            header.checksum = FrameHeader.computeChecksum(header: UnsafeRawBufferPointer(headerBytes), payload: payloadBytes)
+            let coveredBytes = UnsafeRawBufferPointer(rebasing: raw[(start + FrameHeader.size)..<(start + FrameHeader.size + covered)])
+            header.checksum = FrameHeader.computeChecksum(header: UnsafeRawBufferPointer(headerBytes), payload: coveredBytes)
             header.write(to: headerBytes)
         }
         return frameLength
     }
 
-    /// Appends a copy of an existing frame (header already validated, stored payload as read)
-    /// with a new LSN, keeping its codec and payload bytes. Used by compaction.
+    /// Appends a copy of an existing frame (header already validated, stored payload as read
+    /// and verified) with a new LSN, keeping its codec and payload bytes. Used by compaction.
     @discardableResult
     package static func appendRelocated(_ original: FrameHeader, storedPayload: UnsafeRawBufferPointer, lsn: UInt64,
                                         to buffer: inout [UInt8]) -> Int {
@@ -228,20 +273,57 @@ package enum FrameCodec {
         buffer.withUnsafeMutableBytes { raw in
             let headerBytes = UnsafeMutableRawBufferPointer(rebasing: raw[start..<(start + FrameHeader.size)])
             header.write(to: headerBytes)
-            header.checksum = FrameHeader.computeChecksum(header: UnsafeRawBufferPointer(headerBytes), payload: storedPayload)
+            // A verified payload: its covered bytes are known (else the whole payload, which no
+            // reader would accept for codec 3 — the frame then reads as damaged, as it was).
+            let covered = coveredLength(header, stored: storedPayload) ?? storedPayload.count
+            header.checksum = FrameHeader.computeChecksum(header: UnsafeRawBufferPointer(headerBytes),
+                                                          payload: UnsafeRawBufferPointer(rebasing: storedPayload[0..<covered]))
             header.write(to: headerBytes)
         }
         return frameLength
     }
 
-    /// Verifies the checksum of a frame whose header was decoded from `headerBytes` and
-    /// whose stored payload is `stored`; then returns the raw payload (decompressed if needed).
+    /// How many of the stored payload's first bytes the header's checksum covers: all of
+    /// them, except for codec 3 — its table and raw prefix (the blocks have checksums of their
+    /// own). Nil when a codec 3 payload's table does not fit in it.
+    package static func coveredLength(_ header: FrameHeader, stored: UnsafeRawBufferPointer) -> Int? {
+        guard header.codec == .lz4Blocks else { return stored.count }
+        return BlockLayout.headLength(rawLength: Int(header.rawLength), stored: stored)
+    }
+
+    /// Whether the header's checksum matches the bytes it covers (`coveredLength`): for every
+    /// codec but 3 the whole frame; for codec 3 its header, table and raw prefix — what a
+    /// partial read checks before reading blocks, each verified as it is read
+    /// (`BlockLayout.verifiedBlock`).
+    package static func isHeadIntact(_ header: FrameHeader, headerBytes: UnsafeRawBufferPointer, stored: UnsafeRawBufferPointer) -> Bool {
+        guard let covered = coveredLength(header, stored: stored) else { return false }
+        return FrameHeader.computeChecksum(header: headerBytes, payload: UnsafeRawBufferPointer(rebasing: stored[0..<covered])) == header.checksum
+    }
+
+    /// Whether a whole frame is intact: `isHeadIntact` and, for codec 3, every block's checksum
+    /// and length (the table is then trusted).
+    package static func isIntact(_ header: FrameHeader, headerBytes: UnsafeRawBufferPointer, stored: UnsafeRawBufferPointer) -> Bool {
+        guard isHeadIntact(header, headerBytes: headerBytes, stored: stored) else { return false }
+        guard header.codec == .lz4Blocks else { return true }
+        guard let layout = try? BlockLayout(rawLength: Int(header.rawLength), stored: stored) else { return false }
+        var position = layout.headLength
+        for index in 0..<layout.blockCount {
+            let entry = layout.entry(index)
+            let block = UnsafeRawBufferPointer(rebasing: stored[position..<(position + entry.storedLength)])
+            guard CRC32C.checksum(block) == entry.checksum else { return false }
+            position += entry.storedLength
+        }
+        return true
+    }
+
+    /// Verifies a frame whose header was decoded from `headerBytes` and whose stored payload is
+    /// `stored` (`isIntact`); then returns the raw payload (decompressed if needed).
     package static func verifiedPayload(_ header: FrameHeader, headerBytes: UnsafeRawBufferPointer,
                                         stored: UnsafeRawBufferPointer) throws -> [UInt8] {
         guard stored.count == Int(header.storedLength) else {
             throw FormatError("frame payload is \(stored.count) bytes, header says \(header.storedLength)", at: FrameHeader.size)
         }
-        guard FrameHeader.computeChecksum(header: headerBytes, payload: stored) == header.checksum else {
+        guard isIntact(header, headerBytes: headerBytes, stored: stored) else {
             throw FormatError("frame checksum mismatch", at: 44)
         }
         return try payload(header, stored: stored)
@@ -257,9 +339,27 @@ package enum FrameCodec {
         }
     }
 
-    /// Decompresses the stored payload of a compressed frame into `destination`, which must
-    /// be `rawLength` bytes. Throws `FormatError` for malformed data.
+    /// Decompresses the stored payload of a compressed frame (verified: `isIntact`) into
+    /// `destination`, which must be `rawLength` bytes. Throws `FormatError` for malformed data.
     package static func decompress(_ header: FrameHeader, stored: UnsafeRawBufferPointer, into destination: UnsafeMutableRawBufferPointer) throws {
+        if header.codec == .lz4Blocks {
+            let layout = try BlockLayout(rawLength: Int(header.rawLength), stored: stored)
+            guard destination.count == layout.rawLength else {
+                throw FormatError("a \(destination.count)-byte buffer for a \(layout.rawLength)-byte payload")
+            }
+            if layout.prefixLength > 0, let target = destination.baseAddress, let source = layout.prefix.baseAddress {
+                target.copyMemory(from: source, byteCount: layout.prefixLength)
+            }
+            var position = layout.headLength
+            for index in 0..<layout.blockCount {
+                let entry = layout.entry(index)
+                let block = UnsafeRawBufferPointer(rebasing: stored[position..<(position + entry.storedLength)])
+                try layout.expand(block, entry, index: index,
+                                  into: UnsafeMutableRawBufferPointer(rebasing: destination[layout.rawRange(index)]))
+                position += entry.storedLength
+            }
+            return
+        }
         let blocks = try self.blocks(header, stored: stored)
         try LZ4Codec.decompress(blocks.first, into: UnsafeMutableRawBufferPointer(rebasing: destination[0..<blocks.split]))
         if blocks.split < destination.count {
@@ -267,10 +367,10 @@ package enum FrameCodec {
         }
     }
 
-    /// The independent LZ4 blocks of a compressed frame's stored payload: the first expands to
-    /// the payload's bytes `0..<split`, the second to `split..<rawLength` (empty, with `split`
-    /// the raw length, for a single block). Throws `FormatError` when the first block's
-    /// stored length does not fit.
+    /// The independent LZ4 blocks of a compressed frame's stored payload in codec 1 or 2: the
+    /// first expands to the payload's bytes `0..<split`, the second to `split..<rawLength`
+    /// (empty, with `split` the raw length, for a single block). Throws `FormatError` when the
+    /// first block's stored length does not fit, or for codec 3 (`BlockLayout`).
     package static func blocks(_ header: FrameHeader, stored: UnsafeRawBufferPointer)
         throws -> (first: UnsafeRawBufferPointer, second: UnsafeRawBufferPointer, split: Int) {
         switch header.codec {
@@ -284,6 +384,8 @@ package enum FrameCodec {
             }
             return (UnsafeRawBufferPointer(rebasing: stored[4..<(4 + first)]), UnsafeRawBufferPointer(rebasing: stored[(4 + first)...]),
                     Int(header.rawLength) / 2)
+        case .lz4Blocks:
+            throw FormatError("LZ4 blocks read as halves", at: FrameHeader.size)
         }
     }
 

@@ -23,6 +23,8 @@ final class FrameJob: @unchecked Sendable {
     let payload: [UInt8]
     /// Whether to try LZ4 (`FrameCodec.append`'s `compress`).
     let compress: Bool
+    /// `FrameCodec.append`'s `directoryLength`: the page is read in part.
+    let directoryLength: Int?
     /// The store's format version, which the frame is written in (`FrameCodec.append`'s).
     let formatVersion: UInt16
     /// The finished frame (header, stored payload, padding), exactly the bytes
@@ -35,13 +37,15 @@ final class FrameJob: @unchecked Sendable {
     let done = Atomic<Bool>(false)
 
     /// A job for one page write.
-    init(pageID: UInt64, lsn: UInt64, entityID: UInt32, schemaVersion: UInt32, payload: [UInt8], compress: Bool, formatVersion: UInt16) {
+    init(pageID: UInt64, lsn: UInt64, entityID: UInt32, schemaVersion: UInt32, payload: [UInt8], compress: Bool, directoryLength: Int? = nil,
+         formatVersion: UInt16) {
         self.pageID = pageID
         self.lsn = lsn
         self.entityID = entityID
         self.schemaVersion = schemaVersion
         self.payload = payload
         self.compress = compress
+        self.directoryLength = directoryLength
         self.formatVersion = formatVersion
     }
 }
@@ -128,7 +132,7 @@ final class FramePipeline: Sendable {
             job.payload.withUnsafeBytes { payload in
                 _ = FrameCodec.append(kind: .page, pageID: job.pageID, lsn: job.lsn, entityID: job.entityID,
                                       schemaVersion: job.schemaVersion, payload: payload, compress: job.compress,
-                                      formatVersion: job.formatVersion, compressor: compressor, to: &frame)
+                                      directoryLength: job.directoryLength, formatVersion: job.formatVersion, compressor: compressor, to: &frame)
             }
             job.frame = frame
             job.done.store(true, ordering: .releasing)

@@ -69,7 +69,7 @@ struct FrameScanner {
         let stored = try bytes(at: offset + UInt64(FrameHeader.size), count: Int(header.storedLength))
         guard stored.count == Int(header.storedLength) else { return .end(offset: offset, reason: "file shorter than its size") }
         let valid = headerBytes.withUnsafeBytes { headerRaw in
-            stored.withUnsafeBytes { FrameHeader.computeChecksum(header: headerRaw, payload: $0) == header.checksum }
+            stored.withUnsafeBytes { FrameCodec.isIntact(header, headerBytes: headerRaw, stored: $0) }
         }
         guard valid else { return .end(offset: offset, reason: "frame checksum mismatch") }
         defer { offset += length }

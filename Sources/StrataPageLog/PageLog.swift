@@ -184,19 +184,25 @@ package final class PageLog: Sendable {
     }
 
     /// The header and stored payload of the frame held in `raw` (exactly the frame's bytes, as
-    /// long as the page table says), checksum verified.
-    static func verifiedFrame(_ raw: UnsafeRawBufferPointer, path: String, offset: UInt64) throws -> (FrameHeader, UnsafeRawBufferPointer) {
+    /// long as the page table says), verified: checksums over the whole frame
+    /// (`FrameCodec.isIntact`), or with `headOnly` over what the header's checksum covers
+    /// (`FrameCodec.isHeadIntact`: a frame of codec 3 without its blocks, which a partial read
+    /// verifies one by one as it reads them).
+    static func verifiedFrame(_ raw: UnsafeRawBufferPointer, path: String, offset: UInt64,
+                              headOnly: Bool = false) throws -> (FrameHeader, UnsafeRawBufferPointer) {
         do {
-            MemoryHint.prefetch(raw)  // the whole frame at once, not line by line as it is read
+            // The whole frame at once, not line by line as it is read (the table and prefix of
+            // a codec 3 frame, for a partial read: about the first half of a leaf's frame).
+            MemoryHint.prefetch(headOnly ? UnsafeRawBufferPointer(rebasing: raw[0..<min(raw.count, 1024)]) : raw)
             let header = try FrameHeader.decode(raw)
             guard header.frameLength == raw.count else {
                 throw FormatError("frame is \(header.frameLength) bytes, the page table says \(raw.count)", at: 36)
             }
+            let headerBytes = UnsafeRawBufferPointer(rebasing: raw[0..<FrameHeader.size])
             let stored = UnsafeRawBufferPointer(rebasing: raw[FrameHeader.size..<(FrameHeader.size + Int(header.storedLength))])
-            guard FrameHeader.computeChecksum(header: UnsafeRawBufferPointer(rebasing: raw[0..<FrameHeader.size]), payload: stored)
-                == header.checksum else {
-                throw FormatError("frame checksum mismatch", at: 44)
-            }
+            let intact = headOnly ? FrameCodec.isHeadIntact(header, headerBytes: headerBytes, stored: stored)
+                                  : FrameCodec.isIntact(header, headerBytes: headerBytes, stored: stored)
+            guard intact else { throw FormatError("frame checksum mismatch", at: 44) }
             return (header, stored)
         } catch let error as FormatError {
             throw PageLogError.corrupt(path, offset, error)
@@ -344,11 +350,11 @@ package final class PageLog: Sendable {
 
     /// Appends a frame to the active segment, starting a new segment first when it would not fit.
     func append(kind: FrameKind, pageID: UInt64, lsn: UInt64, entityID: UInt32 = 0, schemaVersion: UInt32 = 0,
-                payload: UnsafeRawBufferPointer, compress: Bool) throws -> PageLocation {
+                payload: UnsafeRawBufferPointer, compress: Bool, directoryLength: Int? = nil) throws -> PageLocation {
         let start = writer.buffer.count
         let length = FrameCodec.append(kind: kind, pageID: pageID, lsn: lsn, entityID: entityID, schemaVersion: schemaVersion,
-                                       payload: payload, compress: compress, formatVersion: formatVersion, compressor: writer.compressor,
-                                       to: &writer.buffer)
+                                       payload: payload, compress: compress, directoryLength: directoryLength, formatVersion: formatVersion,
+                                       compressor: writer.compressor, to: &writer.buffer)
         return try placeAppendedFrame(start: start, length: length)
     }
 

@@ -1,28 +1,47 @@
 import StrataFormat
 import StrataIO
 
-/// A page read in place from its frame and verified exactly as `Snapshot.read` verifies it
-/// (the checksum over the whole stored frame; the page id and LSN the page table names),
-/// whose payload is decompressed only as far as a reader asks (`prefix`, `bytes`): a point
-/// lookup in a leaf needs the leaf's directory and the record it reads, not the whole page.
-/// A payload stored in two LZ4 blocks (`PayloadCodec.lz4Halves`) decompresses the second
-/// half's block alone for bytes there.
+/// A page read in place from its frame and verified as `Snapshot.read` verifies it (the
+/// checksums; the page id and LSN the page table names), whose payload is decompressed only
+/// as far as a reader asks (`prefix`, `bytes`): a point lookup in a leaf needs the leaf's
+/// directory and the record it reads, not the whole page.
+///
+/// - A page stored for partial reads (codec 3, format 3: `FrameCodec.BlockLayout`) has its
+///   directory raw in the frame: bytes there are returned in place. Bytes past it are in
+///   independent LZ4 blocks: each block a range touches is verified (its own checksum) and
+///   decompressed from its start up to the range's end. The frame's other blocks are neither
+///   read nor checked.
+/// - Otherwise the whole frame's checksum is verified first; a payload in two LZ4 blocks
+///   (`PayloadCodec.lz4Halves`) decompresses the second half's block alone for bytes there.
 ///
 /// Valid only inside `Snapshot.withPartialPage`'s body; the bytes `prefix` and `bytes`
 /// return are valid until the end of the body.
 package struct PartialPage {
     /// The page's length in bytes (uncompressed).
     package let count: Int
-    /// Where the second block's bytes start (`count` for a single block or no compression).
+    /// Where the second block's bytes start (`count` for a single block or no compression),
+    /// for a payload stored whole or in halves.
     package let split: Int
+    /// How many of the page's first bytes are stored raw: read in place, with no decompression
+    /// (the directory of a page stored for partial reads, every byte of an uncompressed one).
+    package let directLength: Int
     private let stored: UnsafeRawBufferPointer
     private let firstBlock: UnsafeRawBufferPointer
     private let secondBlock: UnsafeRawBufferPointer
+    private let layout: FrameCodec.BlockLayout?
     private let compressed: Bool
     private let buffer: UnsafeMutableRawBufferPointer
-    /// How many bytes of each block are decompressed into `buffer` (at their page offsets).
+    /// How many bytes of each half are decompressed into `buffer` (at their page offsets).
     private var decodedFirst = 0
     private var decodedSecond = 0
+    /// Blocks (of a codec 3 page) verified, decompressed whole, and the one decompressed in
+    /// part last, with how far (blocks past 63 are verified again at each use).
+    private var verifiedBlocks: UInt64 = 0
+    private var wholeBlocks: UInt64 = 0
+    private var partBlock = -1
+    private var partExtent = 0
+    /// How many of the prefix's bytes are copied into `buffer` (for a range reaching past it).
+    private var copiedPrefix = 0
     private let path: String
     private let offset: UInt64
 
@@ -31,7 +50,16 @@ package struct PartialPage {
         count = Int(header.rawLength)
         self.stored = stored
         compressed = header.codec != .none
-        (firstBlock, secondBlock, split) = try FrameCodec.blocks(header, stored: stored)
+        if header.codec == .lz4Blocks {
+            let layout = try FrameCodec.BlockLayout(rawLength: count, stored: stored)
+            self.layout = layout
+            directLength = layout.prefixLength
+            (firstBlock, secondBlock, split) = (layout.prefix, layout.prefix, count)
+        } else {
+            layout = nil
+            directLength = compressed ? 0 : count
+            (firstBlock, secondBlock, split) = try FrameCodec.blocks(header, stored: stored)
+        }
         self.buffer = buffer
         self.path = path
         self.offset = offset
@@ -46,33 +74,72 @@ package struct PartialPage {
     /// The page's bytes in `range` (within `0..<count`). A compressed block is decompressed
     /// from its start up to the end of the range (LZ4 cannot resume a block, so reaching
     /// further than any call before decompresses the block's start again; less costs nothing).
-    /// - Throws: `PageLogError.corruption` when `range` exceeds the page or the stored bytes do
-    ///   not decompress (neither happens to a frame whose checksum matched, unless the writer
-    ///   stored wrong bytes).
+    /// - Throws: `PageLogError.corruption` when `range` exceeds the page, a block's checksum
+    ///   does not match, or the stored bytes do not decompress.
     package mutating func bytes(_ range: Range<Int>) throws -> UnsafeRawBufferPointer {
         guard range.lowerBound >= 0, range.upperBound <= count else {
             throw PageLogError.corrupt(path, offset, FormatError("bytes \(range) asked of a \(count)-byte page"))
         }
         guard compressed else { return UnsafeRawBufferPointer(rebasing: stored[range]) }
+        guard !range.isEmpty else { return UnsafeRawBufferPointer(rebasing: buffer[range]) }
         do {
-            if range.lowerBound < split {
-                let end = min(range.upperBound, split)
-                if end > decodedFirst {
-                    try LZ4Codec.decompressPrefix(firstBlock, into: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<end]))
-                    decodedFirst = end
-                }
-            }
-            if range.upperBound > split {
-                let end = range.upperBound - split
-                if end > decodedSecond {
-                    try LZ4Codec.decompressPrefix(secondBlock, into: UnsafeMutableRawBufferPointer(rebasing: buffer[split..<(split + end)]))
-                    decodedSecond = end
-                }
+            if let layout {
+                if range.upperBound <= layout.prefixLength { return UnsafeRawBufferPointer(rebasing: layout.prefix[range]) }
+                try decodeBlocks(layout, range)
+            } else {
+                try decodeHalves(range)
             }
         } catch let error as FormatError {
             throw PageLogError.corrupt(path, offset, error)
         }
         return UnsafeRawBufferPointer(rebasing: buffer[range])
+    }
+
+    /// Makes `buffer[range]` hold the page's bytes (codec 3): the prefix's part copied, each
+    /// block's part verified and decompressed.
+    private mutating func decodeBlocks(_ layout: FrameCodec.BlockLayout, _ range: Range<Int>) throws {
+        if range.lowerBound < layout.prefixLength && copiedPrefix < layout.prefixLength {
+            if let target = buffer.baseAddress, let source = layout.prefix.baseAddress {
+                target.copyMemory(from: source, byteCount: layout.prefixLength)
+            }
+            copiedPrefix = layout.prefixLength
+        }
+        let first = layout.blockIndex(containing: max(range.lowerBound, layout.prefixLength))
+        let last = layout.blockIndex(containing: range.upperBound - 1)
+        for index in first...last {
+            let bit: UInt64 = index < 64 ? 1 << UInt64(index) : 0
+            if wholeBlocks & bit != 0 { continue }
+            let blockRange = layout.rawRange(index)
+            let end = min(range.upperBound, blockRange.upperBound)
+            if index == partBlock && end - blockRange.lowerBound <= partExtent { continue }
+            let block = try layout.verifiedBlock(index, checked: verifiedBlocks & bit != 0)
+            verifiedBlocks |= bit
+            try layout.expand(block.bytes, block.entry, index: index,
+                              into: UnsafeMutableRawBufferPointer(rebasing: buffer[blockRange.lowerBound..<end]))
+            if end == blockRange.upperBound {
+                wholeBlocks |= bit
+            } else {
+                (partBlock, partExtent) = (index, end - blockRange.lowerBound)
+            }
+        }
+    }
+
+    /// Makes `buffer[range]` hold the page's bytes (one LZ4 block, or halves).
+    private mutating func decodeHalves(_ range: Range<Int>) throws {
+        if range.lowerBound < split {
+            let end = min(range.upperBound, split)
+            if end > decodedFirst {
+                try LZ4Codec.decompressPrefix(firstBlock, into: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<end]))
+                decodedFirst = end
+            }
+        }
+        if range.upperBound > split {
+            let end = range.upperBound - split
+            if end > decodedSecond {
+                try LZ4Codec.decompressPrefix(secondBlock, into: UnsafeMutableRawBufferPointer(rebasing: buffer[split..<(split + end)]))
+                decodedSecond = end
+            }
+        }
     }
 }
 
@@ -82,7 +149,7 @@ extension Snapshot {
     /// verifies it (checksum, page id, LSN); false when the snapshot has no such page. (Not
     /// generic: no type metadata per call on the point-read path.)
     /// - Throws: `PageLogError.corruption` when the frame fails verification; I/O errors.
-    func withVerifiedFrame(_ pageID: UInt64, mapped: Bool = true, window: ReadWindow? = nil,
+    func withVerifiedFrame(_ pageID: UInt64, mapped: Bool = true, window: ReadWindow? = nil, headOnly: Bool = false,
                            _ body: (FrameHeader, UnsafeRawBufferPointer, _ path: String, _ offset: UInt64) throws -> Void) throws -> Bool {
         let location = try table.location(of: pageID)
         guard !location.isNone else { return false }
@@ -95,7 +162,7 @@ extension Snapshot {
         try PageLog.checkFrameLength(location.length, path: file.path, offset: offset)
         let read: Void? = try PageLog.translatingIOErrors {
             let verify = { (raw: UnsafeRawBufferPointer) throws in
-                let (header, stored) = try PageLog.verifiedFrame(raw, path: file.path, offset: offset)
+                let (header, stored) = try PageLog.verifiedFrame(raw, path: file.path, offset: offset, headOnly: headOnly)
                 try PageLog.checkPageFrame(header, pageID: pageID, location: location, path: file.path)
                 try body(header, stored, file.path, offset)
             }
@@ -114,7 +181,7 @@ extension Snapshot {
     /// false when the snapshot has no such page. (Not generic: no type metadata per call.)
     /// - Throws: `PageLogError.corruption` when the frame fails verification; I/O errors.
     package func withPartialPage(_ pageID: UInt64, _ body: (inout PartialPage) throws -> Void) throws -> Bool {
-        try withVerifiedFrame(pageID) { header, stored, path, offset in
+        try withVerifiedFrame(pageID, headOnly: true) { header, stored, path, offset in
             try log.partialPageScratch.with(byteCount: header.codec != .none ? Int(header.rawLength) : 0) { buffer in
                 var page: PartialPage
                 do { page = try PartialPage(header: header, stored: stored, buffer: buffer, path: path, offset: offset) } catch let error as FormatError {

@@ -69,7 +69,7 @@ extension Recovery {
                 switch header.codec {
                 case .none:
                     return try decode(stored)
-                case .lz4, .lz4Halves:
+                case .lz4, .lz4Halves, .lz4Blocks:
                     let rawLength = Int(header.rawLength)
                     do { try TableChunkCodec.checkSize(rawLength, entries: entries) } catch let error as FormatError {
                         throw PageLogError.corrupt(file.path, offset, error)

@@ -33,7 +33,7 @@ package final class SequentialPageReader {
             switch header.codec {
             case .none:
                 result = try body(stored)
-            case .lz4, .lz4Halves:
+            case .lz4, .lz4Halves, .lz4Blocks:
                 let rawLength = Int(header.rawLength)
                 if payload.count < rawLength { payload = [UInt8](repeating: 0, count: rawLength) }
                 result = try payload.withUnsafeMutableBytes { buffer in

@@ -75,26 +75,31 @@ package final class WriteTransaction {
     ///   - entityID: the entity whose records the page holds (0 when none); stored in the page header.
     ///   - schemaVersion: the schema version the page was encoded with; stored in the page header.
     ///   - compress: overrides the store's `compression` option for this page.
+    ///   - directoryLength: for a page read in part (a record tree leaf), how many of its first
+    ///     bytes a partial read needs before any other (its directory): the page is then stored
+    ///     for partial reads (`FrameCodec.append`). Nil for pages read whole.
     /// - Throws: `PageLogError.invalidPageID` for an id never allocated, `.pageTooLarge`,
     ///   or an I/O error (which poisons the store). With the frame pipeline on, an I/O error
     ///   placing an earlier page's frame is thrown by this call instead (invariant 24).
     package func write(_ pageID: UInt64, entityID: UInt32 = 0, schemaVersion: UInt32 = 0, bytes: UnsafeRawBufferPointer,
-                       compress: Bool? = nil) throws {
-        try writePage(pageID, entityID: entityID, schemaVersion: schemaVersion, bytes: bytes, owned: nil, compress: compress)
+                       compress: Bool? = nil, directoryLength: Int? = nil) throws {
+        try writePage(pageID, entityID: entityID, schemaVersion: schemaVersion, bytes: bytes, owned: nil, compress: compress,
+                      directoryLength: directoryLength)
     }
 
     /// Writes the full content of a page from a byte array (which the frame pipeline keeps
     /// instead of copying).
     package func write(_ pageID: UInt64, entityID: UInt32 = 0, schemaVersion: UInt32 = 0, bytes: [UInt8],
-                       compress: Bool? = nil) throws {
+                       compress: Bool? = nil, directoryLength: Int? = nil) throws {
         try bytes.withUnsafeBytes {
-            try writePage(pageID, entityID: entityID, schemaVersion: schemaVersion, bytes: $0, owned: bytes, compress: compress)
+            try writePage(pageID, entityID: entityID, schemaVersion: schemaVersion, bytes: $0, owned: bytes, compress: compress,
+                          directoryLength: directoryLength)
         }
     }
 
     /// `write`: `owned`, when given, holds the same bytes as `bytes`.
     private func writePage(_ pageID: UInt64, entityID: UInt32, schemaVersion: UInt32, bytes: UnsafeRawBufferPointer,
-                           owned: [UInt8]?, compress: Bool?) throws {
+                           owned: [UInt8]?, compress: Bool?, directoryLength: Int?) throws {
         try checkOpen()
         try checkID(pageID)
         guard bytes.count <= log.options.maximumPageSize else {
@@ -104,12 +109,13 @@ package final class WriteTransaction {
         pageWrites += 1
         if usesPipeline && pageWrites > pipelineThreshold {
             try submit(FrameJob(pageID: pageID, lsn: lsn, entityID: entityID, schemaVersion: schemaVersion,
-                                payload: owned ?? [UInt8](bytes), compress: compress, formatVersion: log.formatVersion))
+                                payload: owned ?? [UInt8](bytes), compress: compress, directoryLength: directoryLength,
+                                formatVersion: log.formatVersion))
             return
         }
         try drainPipeline()
         var location = try log.append(kind: .page, pageID: pageID, lsn: lsn, entityID: entityID, schemaVersion: schemaVersion,
-                                      payload: bytes, compress: compress)
+                                      payload: bytes, compress: compress, directoryLength: directoryLength)
         location.lsn = lsn
         changes[pageID] = location
         frameCount += 1

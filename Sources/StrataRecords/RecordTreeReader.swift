@@ -104,13 +104,15 @@ package struct RecordTreeReader: Sendable {
                 let count = try LeafView.validateHeader(head)
                 let dataStart = LeafNode.headerSize + count * LeafNode.entrySize
                 guard dataStart <= page.count else { throw FormatError("leaf of \(count) records is cut short", at: 2) }
+                // A page stored for partial reads (format 3) has its directory raw in the frame,
+                // and the record is read from its LZ4 block alone. Otherwise (formats 1 and 2):
                 // LZ4 cannot resume a block, so decompress the directory and, in the same call,
                 // the data up to where the record probably ends — assuming ids dense and records
                 // of the average size, with one record of slack — and again from the start only
                 // when the guess fell short. A record probably in a page's second LZ4 block
                 // (`PartialPage.split`) is read from that block alone, after the directory.
                 var guess = dataStart
-                if count > 0 {
+                if count > 0 && page.directLength < dataStart {
                     let firstID = UInt64(littleEndian: head.loadUnaligned(fromByteOffset: LeafNode.headerSize, as: UInt64.self))
                     let position = id >= firstID ? Int(min(id - firstID, UInt64(count - 1))) : 0
                     let average = (page.count - dataStart) / count

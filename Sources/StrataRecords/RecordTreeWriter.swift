@@ -547,15 +547,19 @@ package final class RecordTreeWriter {
     private func writeNode(_ pageID: UInt64, _ node: Node) throws -> [UInt8] {
         let bytes: [UInt8]
         let compress: Bool?
+        var directoryLength: Int?
         switch node {
         case .leaf(let leaf):
             bytes = leaf.node.encoded()
             compress = options.compressLeaves ? nil : false
+            // Point lookups read leaves in part: header and directory first (raw in the frame).
+            directoryLength = LeafNode.headerSize + leaf.node.count * LeafNode.entrySize
         case .interior(let interior):
             bytes = interior.node.encoded()
             compress = nil
         }
-        try transaction.write(pageID, entityID: entityID, schemaVersion: schemaVersion, bytes: bytes, compress: compress)
+        try transaction.write(pageID, entityID: entityID, schemaVersion: schemaVersion, bytes: bytes, compress: compress,
+                              directoryLength: directoryLength)
         return bytes
     }
 

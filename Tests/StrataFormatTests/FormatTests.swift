@@ -51,13 +51,14 @@ import StrataTestSupport
         #expect(incompressible.codec == .none)
     }
 
-    /// Format 2 compresses payloads of 1 KiB or more as two independent LZ4 blocks; format 1
-    /// as one. Both decode to the payload, and each half's block expands to its half.
+    /// Format 2 compresses payloads of 1 KiB or more as two independent LZ4 blocks; formats 1
+    /// and 3 as one (format 3 stores only pages written with a directory length otherwise).
+    /// All decode to the payload, and each half's block expands to its half.
     @Test func format2CompressesLargePayloadsInHalves() throws {
         for length in [100, FrameCodec.halvesMinimum - 1, FrameCodec.halvesMinimum, 4097, 16 << 10] {
             // Record-like text with runs long enough that even 100 bytes compress.
             let payload = (0..<length).map { UInt8(ascii: "a") + UInt8(($0 / 9) % 5) }
-            for version: UInt16 in [1, 2] {
+            for version: UInt16 in [1, 2, 3] {
                 var frame: [UInt8] = []
                 payload.withUnsafeBytes { raw in
                     _ = FrameCodec.append(kind: .page, pageID: 42, lsn: 7, payload: raw, compress: true, formatVersion: version, to: &frame)
@@ -65,7 +66,7 @@ import StrataTestSupport
                 let (header, decoded) = try frame.withUnsafeBytes { try FrameCodec.decode($0) }
                 #expect(decoded == payload, "\(length) bytes, format \(version)")
                 #expect(UInt16(header.formatVersion) == version)
-                let halves = version >= 2 && length >= FrameCodec.halvesMinimum
+                let halves = version == 2 && length >= FrameCodec.halvesMinimum  // format 3: only pages read in part
                 #expect(header.codec == (halves ? .lz4Halves : .lz4), "\(length) bytes, format \(version)")
                 try frame.withUnsafeBytes { raw in
                     let stored = UnsafeRawBufferPointer(rebasing: raw[FrameHeader.size..<(FrameHeader.size + Int(header.storedLength))])
@@ -76,6 +77,138 @@ import StrataTestSupport
                     #expect(second == Array(payload[blocks.split...]))
                 }
             }
+        }
+    }
+
+    /// Format 3 stores a page written with a directory length for partial reads (codec 3): the
+    /// directory raw, the rest in LZ4 blocks of `partialReadBlockSize` (raw when LZ4 does not
+    /// help), each with its checksum. Every block expands to its part of the page, alone and
+    /// in part; formats 1 and 2 never write codec 3.
+    @Test func format3StoresPagesReadInPartInBlocks() throws {
+        let seed = SeededRandom.seed(default: 0x3B10)
+        var random = SeededRandom(seed: seed)
+        var stored = 0, rawBlocks = 0, lz4Blocks = 0
+        for round in 0..<300 {
+            let length = Int.random(in: 64...9000, using: &random)
+            var payload = random.recordLikeBytes(length)
+            if round % 3 == 0 && length > 2000 {  // an incompressible stretch: some blocks stored raw
+                let start = Int.random(in: 0..<(length - 1500), using: &random)
+                payload.replaceSubrange(start..<(start + 1500), with: random.bytes(1500))
+            }
+            let directory = Int.random(in: 0...min(length, 700), using: &random)
+            for version: UInt16 in [2, 3] {
+                var frame: [UInt8] = []
+                payload.withUnsafeBytes { raw in
+                    _ = FrameCodec.append(kind: .page, pageID: 9, lsn: 4, payload: raw, compress: true, directoryLength: directory,
+                                          formatVersion: version, to: &frame)
+                }
+                let (header, decoded) = try frame.withUnsafeBytes { try FrameCodec.decode($0) }
+                #expect(decoded == payload, "seed \(seed) round \(round) format \(version)")
+                guard version == 3 else {
+                    #expect(header.codec != .lz4Blocks)
+                    continue
+                }
+                guard header.codec == .lz4Blocks else {
+                    #expect(header.codec == .none, "seed \(seed) round \(round): a page read in part is stored in blocks or raw")
+                    continue
+                }
+                stored += 1
+                try frame.withUnsafeBytes { raw in
+                    let headerBytes = UnsafeRawBufferPointer(rebasing: raw[0..<FrameHeader.size])
+                    let storedBytes = UnsafeRawBufferPointer(rebasing: raw[FrameHeader.size..<(FrameHeader.size + Int(header.storedLength))])
+                    #expect(FrameCodec.isIntact(header, headerBytes: headerBytes, stored: storedBytes))
+                    let layout = try FrameCodec.BlockLayout(rawLength: length, stored: storedBytes)
+                    #expect(layout.prefixLength == directory && layout.blockSize == FrameCodec.partialReadBlockSize)
+                    #expect(layout.blockCount == (length - directory + layout.blockSize - 1) / layout.blockSize)
+                    #expect(Array(layout.prefix) == Array(payload[0..<directory]))
+                    for index in 0..<layout.blockCount {
+                        let range = layout.rawRange(index)
+                        #expect(layout.blockIndex(containing: range.lowerBound) == index && layout.blockIndex(containing: range.upperBound - 1) == index)
+                        let block = try layout.verifiedBlock(index)
+                        if block.entry.isRaw { rawBlocks += 1 } else { lz4Blocks += 1 }
+                        for count in [range.count, Int.random(in: 0...range.count, using: &random)] {
+                            var out = [UInt8](repeating: 0, count: count)
+                            try out.withUnsafeMutableBytes { try layout.expand(block.bytes, block.entry, index: index, into: $0) }
+                            #expect(out == Array(payload[range.lowerBound..<(range.lowerBound + count)]), "seed \(seed) round \(round) block \(index)")
+                        }
+                    }
+                }
+            }
+            // Without a directory length, format 3 stores a page in one block.
+            var whole: [UInt8] = []
+            payload.withUnsafeBytes { raw in _ = FrameCodec.append(kind: .page, pageID: 9, lsn: 4, payload: raw, compress: true, to: &whole) }
+            #expect(try whole.withUnsafeBytes { try FrameHeader.decode($0) }.codec != .lz4Blocks)
+        }
+        #expect(stored > 200 && rawBlocks > 10 && lz4Blocks > 500, "seed \(seed): \(stored) pages, \(rawBlocks) raw and \(lz4Blocks) LZ4 blocks")
+    }
+
+    /// Damage to a codec 3 frame is found where it is: the header's checksum covers the table
+    /// and the raw directory, each block's checksum its block — a partial read that does not
+    /// read the damaged block does not see it, a whole read always does.
+    @Test func codec3DamageIsFoundWhereItIs() throws {
+        var random = SeededRandom(seed: SeededRandom.seed(default: 0x3DA3))
+        let payload = random.recordLikeBytes(4096)
+        var frame: [UInt8] = []
+        payload.withUnsafeBytes { raw in
+            _ = FrameCodec.append(kind: .page, pageID: 9, lsn: 4, payload: raw, compress: true, directoryLength: 440, formatVersion: 3, to: &frame)
+        }
+        let header = try frame.withUnsafeBytes { try FrameHeader.decode($0) }
+        try #require(header.codec == .lz4Blocks)
+        let end = FrameHeader.size + Int(header.storedLength)
+        let layout = try frame.withUnsafeBytes { try FrameCodec.BlockLayout(rawLength: 4096, stored: UnsafeRawBufferPointer(rebasing: $0[FrameHeader.size..<end])) }
+        #expect(layout.blockCount == 4)
+        let head = FrameHeader.size + layout.headLength
+        func check(_ damaged: [UInt8], headIntact: Bool, blockIntact: (Int) -> Bool, _ comment: Comment) throws {
+            try damaged.withUnsafeBytes { raw in
+                let headerBytes = UnsafeRawBufferPointer(rebasing: raw[0..<FrameHeader.size])
+                let stored = UnsafeRawBufferPointer(rebasing: raw[FrameHeader.size..<end])
+                #expect(FrameCodec.isHeadIntact(header, headerBytes: headerBytes, stored: stored) == headIntact, comment)
+                #expect(!FrameCodec.isIntact(header, headerBytes: headerBytes, stored: stored), comment)
+                #expect(throws: FormatError.self, comment) { _ = try FrameCodec.decode(raw) }
+                guard headIntact else { return }
+                let layout = try FrameCodec.BlockLayout(rawLength: 4096, stored: stored)
+                for index in 0..<layout.blockCount {
+                    if blockIntact(index) { _ = try layout.verifiedBlock(index) } else {
+                        #expect(throws: FormatError.self, comment) { _ = try layout.verifiedBlock(index) }
+                    }
+                }
+            }
+        }
+        // A byte of the table or of the raw directory: the header's checksum.
+        for position in [FrameHeader.size + 1, FrameHeader.size + 13, head - 1, head - 200] {
+            var damaged = frame
+            damaged[position] ^= 0x10
+            try check(damaged, headIntact: false, blockIntact: { _ in true }, "head byte \(position)")
+        }
+        // A byte of a block: that block's checksum, and no other.
+        var position = head
+        for index in 0..<layout.blockCount {
+            let length = layout.entry(index).storedLength
+            var damaged = frame
+            damaged[position + Int.random(in: 0..<length, using: &random)] ^= 0x04
+            try check(damaged, headIntact: true, blockIntact: { $0 != index }, "block \(index)")
+            position += length
+        }
+        // Codec 3 in a format 2 frame is an invalid header.
+        var older = frame
+        older[4] = 2
+        #expect(throws: FormatError.self) { _ = try older.withUnsafeBytes { try FrameHeader.decode($0) } }
+        // A table whose lengths do not add up (the head's checksum made to match): an error.
+        var forged = frame
+        let first = UInt32(littleEndian: forged.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: FrameHeader.size + 8, as: UInt32.self) })
+        withUnsafeBytes(of: (first + 1).littleEndian) { forged.replaceSubrange((FrameHeader.size + 8)..<(FrameHeader.size + 12), with: $0) }
+        forged.withUnsafeMutableBytes { raw in
+            var fixed = header
+            fixed.checksum = FrameHeader.computeChecksum(header: UnsafeRawBufferPointer(rebasing: raw[0..<FrameHeader.size]),
+                                                         payload: UnsafeRawBufferPointer(rebasing: raw[FrameHeader.size..<head]))
+            fixed.write(to: UnsafeMutableRawBufferPointer(rebasing: raw[0..<FrameHeader.size]))
+        }
+        try forged.withUnsafeBytes { raw in
+            let stored = UnsafeRawBufferPointer(rebasing: raw[FrameHeader.size..<end])
+            let header = try FrameHeader.decode(raw)
+            #expect(FrameCodec.isHeadIntact(header, headerBytes: UnsafeRawBufferPointer(rebasing: raw[0..<FrameHeader.size]), stored: stored))
+            #expect(throws: FormatError.self) { _ = try FrameCodec.BlockLayout(rawLength: 4096, stored: stored) }
+            #expect(throws: FormatError.self) { _ = try FrameCodec.decode(raw) }
         }
     }
 

@@ -288,6 +288,29 @@ enum DecoderCatalog {
                     page.count == length ? "" : "LZ4 halves of \(page.count) bytes, header says \(length)"
                 }
             },
+            FuzzedDecoder("page (LZ4 blocks)", seeds: lz4BlocksSeeds()) { bytes in
+                // The stored payload of a format 3 frame stored for partial reads: decoded
+                // whole, and block by block in part, as a partial read does.
+                guard let (header, stored) = pagePayload(bytes, codec: .lz4Blocks) else { return nil }
+                let length = Int(header.rawLength)
+                return try typed {
+                    try stored.withUnsafeBytes { raw -> String in
+                        let page = try FrameCodec.payload(header, stored: raw)
+                        guard page.count == length else { return "LZ4 blocks of \(page.count) bytes, header says \(length)" }
+                        let layout = try FrameCodec.BlockLayout(rawLength: length, stored: raw)
+                        guard Array(layout.prefix) == Array(page[0..<layout.prefixLength]) else { return "prefix differs from the page" }
+                        // In part: no trap, and bytes or a typed error. (Not compared with the whole
+                        // decode: on bytes no LZ4 compressor wrote, LZ4's partial and whole decoders
+                        // may disagree — which is why a block's checksum is checked before either.)
+                        for index in 0..<layout.blockCount {
+                            var part = [UInt8](repeating: 0, count: layout.rawRange(index).count / 2)
+                            let block = try layout.verifiedBlock(index, checked: true)
+                            try part.withUnsafeMutableBytes { try layout.expand(block.bytes, block.entry, index: index, into: $0) }
+                        }
+                        return ""
+                    }
+                }
+            },
             FuzzedDecoder("page (LZ4)", seeds: lz4Seeds()) { bytes in
                 // The block, decoded as a frame payload the header says is LZ4.
                 guard let (header, stored) = pagePayload(bytes, codec: .lz4) else { return nil }
@@ -420,13 +443,14 @@ enum DecoderCatalog {
     }
 
     /// An input of the page decoders read as a u16 page length, then a stored payload: the
-    /// payload and the header of a page frame with `codec` (format 2 for codec 2).
+    /// payload and the header of a page frame with `codec` (format 2 for codec 2, 3 for codec 3).
     static func pagePayload(_ bytes: [UInt8], codec: PayloadCodec) -> (header: FrameHeader, stored: [UInt8])? {
         guard bytes.count >= 2 else { return nil }
         let stored = Array(bytes[2...])
         var header = FrameHeader(kind: .page, codec: codec, pageID: 9, lsn: 1, entityID: 0, schemaVersion: 0,
                                  rawLength: UInt32(Int(bytes[0]) | Int(bytes[1]) << 8), storedLength: UInt32(stored.count))
         if codec == .lz4Halves { header.formatVersion = 2 }
+        if codec == .lz4Blocks { header.formatVersion = 3 }
         return (header, stored)
     }
 
@@ -437,6 +461,23 @@ enum DecoderCatalog {
             var frame: [UInt8] = []
             random.recordLikeBytes(count).withUnsafeBytes { page in
                 _ = FrameCodec.append(kind: .page, pageID: 9, lsn: 1, payload: page, compress: true, formatVersion: 2, to: &frame)
+            }
+            let stored = Int(UInt32(littleEndian: frame.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: 36, as: UInt32.self) }))
+            return [UInt8(count & 0xFF), UInt8(count >> 8)] + frame[FrameHeader.size..<(FrameHeader.size + stored)]
+        }
+    }
+
+    /// Pages as format 3 frames store them for partial reads (a raw directory, then blocks,
+    /// one of them raw): u16 length, then the stored payload.
+    static func lz4BlocksSeeds() -> [[UInt8]] {
+        var random = SeededRandom(seed: 9)
+        return [(1_500, 100), (4_000, 440), (9_000, 0)].map { count, directory in
+            var page = random.recordLikeBytes(count)
+            if count > 4_000 { page.replaceSubrange(2_000..<3_100, with: random.bytes(1_100)) }
+            var frame: [UInt8] = []
+            page.withUnsafeBytes { raw in
+                _ = FrameCodec.append(kind: .page, pageID: 9, lsn: 1, payload: raw, compress: true, directoryLength: directory,
+                                      formatVersion: 3, to: &frame)
             }
             let stored = Int(UInt32(littleEndian: frame.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: 36, as: UInt32.self) }))
             return [UInt8(count & 0xFF), UInt8(count >> 8)] + frame[FrameHeader.size..<(FrameHeader.size + stored)]

@@ -177,18 +177,19 @@ import StrataTestSupport
         var damaged = files
         let path = storePath + "/superblock"
         var bytes = damaged[path]!
-        // Rewrite both slots with format version 3 and a valid checksum, as a newer library would.
+        // Rewrite both slots with the next format version and a valid checksum, as a newer library would.
+        let newer = UInt8(currentFormatVersion + 1)
         for slot in 0..<2 {
             let base = slot * Superblock.slotStride
             guard bytes[base] == UInt8(ascii: "S") else { continue }
-            bytes[base + 8] = 3
+            bytes[base + 8] = newer
             let crc = CRC32C.checksum(Array(bytes[base..<(base + Superblock.encodedSize - 4)]))
             withUnsafeBytes(of: crc.littleEndian) { raw in
                 for (index, byte) in raw.enumerated() { bytes[base + Superblock.encodedSize - 4 + index] = byte }
             }
         }
         damaged[path] = bytes
-        #expect(throws: PageLogError.unsupportedFormatVersion(file: path, found: 3, supported: 2)) {
+        #expect(throws: PageLogError.unsupportedFormatVersion(file: path, found: UInt16(newer), supported: currentFormatVersion)) {
             _ = try PageLog.open(directory: storePath, fileSystem: MemoryFileSystem(files: damaged), options: smallOptions())
         }
     }

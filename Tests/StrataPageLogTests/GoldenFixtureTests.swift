@@ -14,7 +14,7 @@ import Glibc
 @Suite struct GoldenFixtureTests {
     static let fixtures = String(#filePath.prefix(upTo: #filePath.lastIndex(of: "/")!)) + "/Fixtures"
 
-    @Test(arguments: [("v1-basic", 1 as UInt16), ("v2-basic", 2)])
+    @Test(arguments: [("v1-basic", 1 as UInt16), ("v2-basic", 2), ("v3-basic", 3)])
     func opensTheFixture(name: String, formatVersion: UInt16) throws {
         let source = Self.fixtures + "/" + name
         let fs = POSIXFileSystem()
@@ -38,7 +38,8 @@ import Glibc
             expected[id] = (length, crc)
         }
         #expect(!expected.isEmpty)
-        // Every frame is in the fixture's format; format 2 compresses large pages in halves.
+        // Every frame is in the fixture's format; format 2 compresses large pages in halves,
+        // format 3 stores pages read in part in blocks, and each codec occurs only in its format.
         var codecs: [PayloadCodec: Int] = [:]
         for file in try fs.contentsOfDirectory(directory) where file.hasSuffix(".seg") {
             let bytes = try fs.openFile(directory + "/" + file, create: false).read(count: 1 << 24, at: 0)
@@ -52,7 +53,8 @@ import Glibc
             }
         }
         #expect(codecs[.lz4, default: 0] > 0 || codecs[.lz4Halves, default: 0] > 0)
-        #expect((codecs[.lz4Halves, default: 0] > 0) == (formatVersion >= 2), "\(codecs)")
+        #expect((codecs[.lz4Halves, default: 0] > 0) == (formatVersion == 2), "\(codecs)")
+        #expect((codecs[.lz4Blocks, default: 0] > 0) == (formatVersion >= 3), "\(codecs)")
         let log = try PageLog.open(directory: directory, fileSystem: fs)
         #expect(log.formatVersion == formatVersion)
         #expect(log.recoveryReport.replayedTransactions > 0, "the fixture has an uncheckpointed tail to replay")
@@ -65,7 +67,7 @@ import Glibc
         // Writing keeps the store's format: an old store stays readable by the libraries that
         // wrote it.
         var random = SeededRandom(seed: 3)
-        try log.write { try $0.write(try $0.allocatePageID(), bytes: random.recordLikeBytes(3_000)) }
+        try log.write { try $0.write(try $0.allocatePageID(), bytes: random.recordLikeBytes(3_000), directoryLength: 300) }
         try log.checkpoint()
         try log.close()
         let reopened = try PageLog.open(directory: directory, fileSystem: fs)
@@ -89,10 +91,12 @@ import Glibc
         var ids: [UInt64] = []
         for round in 0..<40 {
             try log.write(durability: round % 4 == 0 ? .durable : .relaxed) { txn in
-                // Format 2 and later: a page large enough to be compressed in halves.
+                // Format 2: a page large enough to be compressed in halves; format 3: stored
+                // for partial reads (a directory raw, the rest in blocks).
                 let large = try txn.allocatePageID()
                 ids.append(large)
-                try txn.write(large, entityID: 2, schemaVersion: 1, bytes: random.recordLikeBytes(Int.random(in: 1_100...4_000, using: &random)))
+                try txn.write(large, entityID: 2, schemaVersion: 1, bytes: random.recordLikeBytes(Int.random(in: 1_100...4_000, using: &random)),
+                              directoryLength: Int.random(in: 0...600, using: &random))
                 for _ in 0..<3 {
                     if ids.count < 30 || Bool.random(using: &random) {
                         let id = try txn.allocatePageID()

@@ -95,11 +95,12 @@ import StrataTestSupport
         let location = try log.snapshot().location(of: 1)
         let name = storePath + "/" + String(repeating: "0", count: 15) + "\(location.segment).seg"
         var bytes = try #require(fs.contents(of: name))
-        bytes[Int(location.offset) + 4] = 3  // frame format version, newer than the library's 2
+        let newer = currentFormatVersion + 1
+        bytes[Int(location.offset) + 4] = UInt8(newer)  // frame format version, newer than the library's
         fs.setContents(of: name, to: bytes)
         var random = SeededRandom(seed: 51)
         fs.simulateCrash(mode: .keepAll, using: &random)
-        #expect(throws: PageLogError.unsupportedFormatVersion(file: name, found: 3, supported: 2)) {
+        #expect(throws: PageLogError.unsupportedFormatVersion(file: name, found: newer, supported: currentFormatVersion)) {
             _ = try PageLog.open(directory: storePath, fileSystem: fs, options: smallOptions())
         }
     }

@@ -64,6 +64,20 @@ func runFuzzInput(_ input: UnsafeRawBufferPointer) {
         if let payload = source.withUnsafeBytes({ try? FrameCodec.payload(halves, stored: $0) }) {
             check(payload.count == length, "LZ4 halves payload length")
         }
+        // And as the stored payload of a format 3 frame stored for partial reads, whole and
+        // block by block in part.
+        var blocks = FrameHeader(kind: .page, codec: .lz4Blocks, pageID: 9, lsn: 1, entityID: 0, schemaVersion: 0,
+                                 rawLength: UInt32(length), storedLength: UInt32(source.count))
+        blocks.formatVersion = 3
+        source.withUnsafeBytes { raw in
+            if let payload = try? FrameCodec.payload(blocks, stored: raw) { check(payload.count == length, "LZ4 blocks payload length") }
+            guard let layout = try? FrameCodec.BlockLayout(rawLength: length, stored: raw) else { return }
+            for index in 0..<layout.blockCount {
+                guard let block = try? layout.verifiedBlock(index, checked: true) else { continue }
+                var part = [UInt8](repeating: 0, count: layout.rawRange(index).count / 2)
+                part.withUnsafeMutableBytes { _ = try? layout.expand(block.bytes, block.entry, index: index, into: $0) }
+            }
+        }
     case .commitRecord:
         if let value = try? CommitRecord.decode(bytes) { check((try? CommitRecord.decode(value.encoded())) == value, "commit record round trip") }
     case .checkpointRoot:
