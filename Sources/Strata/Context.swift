@@ -313,6 +313,21 @@ public final class Context {
             }
             guard let candidates else {
                 store.fetchPlans.scanned.add(1, ordering: .relaxed)
+                // A filtered scan of a large tree with no limit reads and pre-filters its
+                // leaves on several threads; records still arrive here in id order.
+                let threads = store.configuration.scanThreads
+                let large = (snapshot.root.entities[member]?.tree.count ?? 0) >= Self.parallelScanMinimum
+                if filters && wanted == nil && threads > 1 && large {
+                    store.fetchPlans.scannedInParallel.add(1, ordering: .relaxed)
+                    try translatingErrors {
+                        try reader.scanFiltered(threads: threads, filter: { condition.evaluate($0) }) { id, bytes, decided in
+                            guard unsaved.isEmpty || unsaved[id] == nil else { return true }
+                            try consider(id, bytes, decided: decided)
+                            return true
+                        }
+                    }
+                    continue
+                }
                 try translatingErrors {
                     try reader.scan { id, bytes in
                         if let wanted, found - start >= wanted { return false }
@@ -356,6 +371,10 @@ public final class Context {
         let limit = descriptor.fetchLimit.map { max(0, $0) } ?? results.count
         return Array(results[offset...].prefix(limit))
     }
+
+    /// The fewest records a tree holds for a filtered fetch to scan it on several threads
+    /// (`Store.Configuration.scanThreads`): below it, starting threads costs more than they save.
+    static let parallelScanMinimum: UInt64 = 20_000
 
     /// How many records a descriptor selects (limit and offset applied), unsaved changes included.
     public func fetchCount<Record: PersistentRecord>(_ descriptor: FetchDescriptor<Record>) throws -> Int {

@@ -26,6 +26,12 @@ public final class Store: Sendable {
         public var storage = StorageOptions()
         /// The memory budget of the shared cache of verified record pages (default 32 MiB).
         public var cacheBytes = 32 << 20
+        /// The most threads a fetch that scans many records uses, the calling thread included
+        /// (default: the machine's cores, at most 4). A fetch with a predicate that reads a
+        /// large tree whole lets them read, verify, decompress and pre-filter its pages in
+        /// parallel; records still come out in id order and the predicate's final evaluation
+        /// runs on the calling thread. 1 keeps every scan on the calling thread.
+        public var scanThreads = min(4, max(1, ProcessInfo.processInfo.activeProcessorCount))
         /// Whether this process migrates the store when the app's schema needs it (the
         /// default). Set it to false in widgets, extensions and helper processes: opening a store
         /// that needs a migration — or has one in progress — then throws
@@ -325,6 +331,8 @@ public final class Store: Sendable {
 final class FetchPlanCounts: Sendable {
     let indexed = Atomic<Int>(0)
     let scanned = Atomic<Int>(0)
+    /// Of the scans, those that read on several threads (`Configuration.scanThreads`).
+    let scannedInParallel = Atomic<Int>(0)
 }
 
 extension Store {
@@ -333,4 +341,7 @@ extension Store {
     @_spi(Engine) public var fetchPlanCounts: (indexed: Int, scanned: Int) {
         (fetchPlans.indexed.load(ordering: .relaxed), fetchPlans.scanned.load(ordering: .relaxed))
     }
+
+    /// How many of those full scans read on several threads (for tests and diagnostics).
+    @_spi(Engine) public var parallelScanCount: Int { fetchPlans.scannedInParallel.load(ordering: .relaxed) }
 }

@@ -173,7 +173,12 @@ package struct RecordTreeReader: Sendable {
     /// For callers that copy many records at once (a migration's batch).
     package func scanRuns(from start: UInt64 = 0, mapped: Bool = true, _ body: (RecordRun) throws -> Bool) throws {
         guard root.rootPageID != 0 else { return }
-        let pages = SequentialPageReader(snapshot, mapped: mapped)
+        try scanRuns(from: start, pages: SequentialPageReader(snapshot, mapped: mapped), body)
+    }
+
+    /// `scanRuns` reading pages through `pages` (a reader of this reader's snapshot).
+    func scanRuns(from start: UInt64 = 0, pages: SequentialPageReader, _ body: (RecordRun) throws -> Bool) throws {
+        guard root.rootPageID != 0 else { return }
         var stack: [(pageID: UInt64, next: Int)] = [(root.rootPageID, -1)]
         while let top = stack.popLast() {
             guard stack.count < 64 else { throw RecordTreeError.corruptNode(pageID: top.pageID, reason: "tree deeper than 64 levels") }
