@@ -198,7 +198,7 @@ package final class HistoryRecorder {
     /// Per entity, the attribute ids whose values a delete keeps (`preserveValueOnDeletion`).
     package var tombstoneAttributes: [UInt32: Set<UInt32>] = [:]
     /// Record per entity how many records changed instead of each change (migrations).
-    package var summarizes = false
+    @exclusivity(unchecked) package var summarizes = false
     /// Per entity id, the properties (attributes and relationships) of the schema version the
     /// writer is bound to, each with the value a read gives a record that lacks it (its catalog
     /// default; `.null` for none). Updates and tombstones are journaled as the app reads the
@@ -213,7 +213,8 @@ package final class HistoryRecorder {
     private var buffer = ByteWriter(capacity: 256)
     /// Parts written so far (the next part's number).
     private(set) var partsWritten: UInt64 = 0
-    private var run: (entity: UInt32, first: UInt64, count: UInt64)?
+    // Unchecked: the transaction's thread only, and changed on every insert journaled.
+    @exclusivity(unchecked) private var run: (entity: UInt32, first: UInt64, count: UInt64)?
     private var summary: [UInt32: (inserted: UInt64, updated: UInt64, deleted: UInt64)] = [:]
     private var hasOperations = false
     /// Bytes of the parts written so far.
