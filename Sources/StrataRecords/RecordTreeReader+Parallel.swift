@@ -1,4 +1,5 @@
 import Dispatch
+import Synchronization
 import StrataPageLog
 
 extension RecordTreeReader {
@@ -8,7 +9,7 @@ extension RecordTreeReader {
     /// until it returns false. The records passed are copies, valid during the call only.
     ///
     /// The leaves are cut into chunks of consecutive subtrees (the children of the lowest
-    /// interior nodes), taken by the threads a round at a time; a round's records that passed
+    /// interior nodes), claimed one at a time by the threads, a round at a time; a round's records that passed
     /// the filter are held until `body` has seen them, so memory is bounded by a round
     /// (`chunksPerThread × threads` chunks of `leavesPerChunk` leaves), not by the tree.
     /// `body` runs between rounds, so it may stop the scan early (the round it stops in is
@@ -33,10 +34,14 @@ extension RecordTreeReader {
             let outputs = (0..<chunks).map { _ in FilteredChunk() }
             let base = firstChunk
             let reader = self
-            // `threads` workers (the calling thread one of them), each taking every
-            // `threads`-th chunk of the round.
-            DispatchQueue.concurrentPerform(iterations: min(threads, chunks)) { worker in
-                for index in stride(from: worker, to: chunks, by: threads) {
+            // `threads` workers (the calling thread one of them) take the round's chunks one
+            // at a time, in order, as each is free: a worker that starts late (a thread's
+            // wake-up) leaves the chunks to the others instead of holding back the round.
+            let claimed = Atomic<Int>(0)
+            DispatchQueue.concurrentPerform(iterations: min(threads, chunks)) { _ in
+                while true {
+                    let index = claimed.wrappingAdd(1, ordering: .relaxed).oldValue
+                    guard index < chunks else { return }
                     let chunk = base + index
                     let slice = units[(chunk * Self.leavesPerChunk)..<min(units.count, (chunk + 1) * Self.leavesPerChunk)]
                     outputs[index].fill(reader, subtrees: slice, filter: filter)
@@ -94,9 +99,9 @@ extension RecordTreeReader {
 /// What one thread of `scanFiltered` found in one chunk: the records its filter did not
 /// reject (ids, results, bytes back to back), or the error that stopped it after them.
 ///
-/// `@unchecked Sendable`: each chunk is filled by exactly one iteration of a
-/// `concurrentPerform`, and read by the calling thread only after that call returned (which
-/// orders the two).
+/// `@unchecked Sendable`: each chunk is filled by exactly one worker of a
+/// `concurrentPerform` (the one whose atomic increment claimed it), and read by the calling
+/// thread only after that call returned (which orders the two).
 private final class FilteredChunk: @unchecked Sendable {
     private var ids: [UInt64] = []
     private var decided: [Bool?] = []
