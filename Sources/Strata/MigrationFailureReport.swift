@@ -24,10 +24,11 @@ public struct MigrationFailureReport: Sendable, Equatable, CustomStringConvertib
     public var storedVersion: Schema.Version
     /// The schema version the migration was going to.
     public var targetVersion: Schema.Version
-    /// The failing stage: its position among the steps migrated (0-based), how many steps the
-    /// migration had, and its name ("custom SchemaV1 (1.0.0) → SchemaV2 (2.0.0)").
+    /// The failing stage's position among the steps migrated (0-based).
     public var stageIndex: Int
+    /// How many steps the migration had.
     public var stageCount: Int
+    /// The failing stage's name ("custom SchemaV1 (1.0.0) → SchemaV2 (2.0.0)").
     public var stageName: String
     /// Which part of the stage failed.
     public var category: Category

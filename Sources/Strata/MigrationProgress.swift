@@ -6,20 +6,22 @@ import StrataSchema
 /// stage, and when each stage ends — to `Store.Configuration.migrationProgress` and as the
 /// events of `Store.opening(at:schema:migrationPlan:configuration:)`.
 public struct MigrationProgress: Sendable, Equatable {
-    /// The stage (0-based, among the plan's steps), how many steps the plan has, and its name
-    /// ("custom SchemaV1 (1.0.0) → SchemaV2 (2.0.0)").
+    /// The stage's position among the plan's steps (0-based).
     public var stageIndex: Int
+    /// How many steps the plan has.
     public var stageCount: Int
+    /// The stage's name ("custom SchemaV1 (1.0.0) → SchemaV2 (2.0.0)").
     public var stageName: String
     /// Whether the stage writes metadata only (a lightweight step): it takes milliseconds.
     public var isMetadataOnly: Bool
-    /// Records rewritten so far and in all by the stage's transforms (0 of 0 for a stage with
-    /// none).
+    /// Records rewritten so far by the stage's transforms (0 for a stage with none).
     public var recordsDone: UInt64
+    /// Records the stage's transforms rewrite in all (0 for a stage with none).
     public var recordsTotal: UInt64
-    /// Bytes of old records rewritten so far, and the stage's total: exact when the stage is
-    /// done, estimated from the records' average size until then.
+    /// Bytes of old records rewritten so far.
     public var bytesDone: UInt64
+    /// The stage's bytes of old records in all: exact when the stage is done, estimated from
+    /// the records' average size until then.
     public var bytesTotal: UInt64
     /// Time since the migration began.
     public var elapsed: Duration

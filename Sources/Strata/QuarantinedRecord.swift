@@ -15,11 +15,13 @@ public enum RejectedRecordPolicy: Sendable, Equatable {
 
 /// A record a migration's transform rejected, kept as it was (`RejectedRecordPolicy.quarantine`).
 public struct QuarantinedRecord: Sendable, Equatable {
-    /// The entity (its name in the old version) and the record's identifier there.
+    /// The entity (its name in the old version).
     public let entity: String
+    /// The record's identifier in that entity.
     public let id: UInt64
-    /// The stage that rejected it, and what its transform threw.
+    /// The stage that rejected it.
     public let stage: String
+    /// What its transform threw.
     public let reason: String
     /// The catalog version the record is read with (the stage's old version).
     let catalogVersion: UInt32
