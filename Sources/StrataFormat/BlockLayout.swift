@@ -32,25 +32,33 @@ extension FrameCodec {
             package var checksum: UInt32
         }
 
-        package let rawLength: Int
-        package let prefixLength: Int
-        package let blockSize: Int
-        package let blockCount: Int
-        /// The table and prefix: the stored bytes the frame header's checksum covers.
-        package let headLength: Int
+        /// The sizes, as the payload's two leading fields give them.
+        private let shape: Shape
         private let stored: UnsafeRawBufferPointer
+
+        package var rawLength: Int { shape.rawLength }
+        package var prefixLength: Int { shape.prefixLength }
+        package var blockSize: Int { shape.blockSize }
+        package var blockCount: Int { shape.blockCount }
+        /// The table and prefix: the stored bytes the frame header's checksum covers.
+        package var headLength: Int { shape.headLength }
+
+        /// The shape `stored` (the payload of a codec 3 frame of `rawLength` raw bytes) names,
+        /// or nil when its two leading fields are invalid or its table and prefix do not fit.
+        private static func shape(rawLength: Int, stored: UnsafeRawBufferPointer) -> Shape? {
+            guard stored.count >= fixedSize else { return nil }
+            let prefixLength = Int(UInt32(littleEndian: stored.loadUnaligned(fromByteOffset: 0, as: UInt32.self)))
+            let blockSize = Int(UInt32(littleEndian: stored.loadUnaligned(fromByteOffset: 4, as: UInt32.self)))
+            guard prefixLength <= rawLength, blockSize >= minimumBlockSize, blockSize <= FrameHeader.maximumRawLength else { return nil }
+            let shape = Shape(rawLength: rawLength, prefixLength: prefixLength, blockSize: blockSize)
+            return shape.headLength <= stored.count ? shape : nil
+        }
 
         /// The length of the table and prefix of `stored` (the payload of a codec 3 frame of
         /// `rawLength` raw bytes), or nil when its two leading fields are invalid or the table
         /// and prefix do not fit.
         package static func headLength(rawLength: Int, stored: UnsafeRawBufferPointer) -> Int? {
-            guard stored.count >= fixedSize else { return nil }
-            let prefixLength = Int(UInt32(littleEndian: stored.loadUnaligned(fromByteOffset: 0, as: UInt32.self)))
-            let blockSize = Int(UInt32(littleEndian: stored.loadUnaligned(fromByteOffset: 4, as: UInt32.self)))
-            guard prefixLength <= rawLength, blockSize >= minimumBlockSize, blockSize <= FrameHeader.maximumRawLength else { return nil }
-            let count = (rawLength - prefixLength + blockSize - 1) / blockSize
-            let head = fixedSize + count * entrySize + prefixLength
-            return head <= stored.count ? head : nil
+            shape(rawLength: rawLength, stored: stored)?.headLength
         }
 
         /// Reads the layout of `stored`, a codec 3 payload of `rawLength` raw bytes, checking
@@ -59,16 +67,12 @@ extension FrameCodec {
         /// `FrameCodec.isHeadIntact`, `verifiedBlock`.)
         /// - Throws: `FormatError` naming the first inconsistency.
         package init(rawLength: Int, stored: UnsafeRawBufferPointer) throws {
-            guard let head = Self.headLength(rawLength: rawLength, stored: stored) else {
+            guard let shape = Self.shape(rawLength: rawLength, stored: stored) else {
                 throw FormatError("LZ4 block table does not fit a \(stored.count)-byte payload of \(rawLength) bytes", at: FrameHeader.size)
             }
-            self.rawLength = rawLength
+            self.shape = shape
             self.stored = stored
-            prefixLength = Int(UInt32(littleEndian: stored.loadUnaligned(fromByteOffset: 0, as: UInt32.self)))
-            blockSize = Int(UInt32(littleEndian: stored.loadUnaligned(fromByteOffset: 4, as: UInt32.self)))
-            blockCount = (rawLength - prefixLength + blockSize - 1) / blockSize
-            headLength = head
-            var position = head
+            var position = shape.headLength
             for index in 0..<blockCount {
                 let entry = self.entry(index), raw = rawRange(index).count
                 let possible = entry.isRaw ? entry.storedLength == raw
@@ -98,9 +102,16 @@ extension FrameCodec {
         }
 
         /// The page bytes block `index` holds.
-        package func rawRange(_ index: Int) -> Range<Int> {
-            let start = prefixLength + index * blockSize
-            return start..<min(rawLength, start + blockSize)
+        package func rawRange(_ index: Int) -> Range<Int> { shape.rawRange(index) }
+
+        /// Calls `body` with each block in order: its index, table entry and stored bytes.
+        package func forEachBlock(_ body: (Int, Entry, UnsafeRawBufferPointer) throws -> Void) rethrows {
+            var position = headLength
+            for index in 0..<blockCount {
+                let entry = self.entry(index)
+                try body(index, entry, UnsafeRawBufferPointer(rebasing: stored[position..<(position + entry.storedLength)]))
+                position += entry.storedLength
+            }
         }
 
         /// The block holding page byte `offset` (≥ `prefixLength`, < `rawLength`).
@@ -156,13 +167,16 @@ extension FrameCodec {
                 headLength = BlockLayout.fixedSize + blockCount * BlockLayout.entrySize + prefixLength
             }
 
+            /// The page bytes block `index` holds.
+            package func rawRange(_ index: Int) -> Range<Int> {
+                let start = prefixLength + index * blockSize
+                return start..<min(rawLength, start + blockSize)
+            }
+
             /// The most stored bytes `write` produces.
             package var storedBound: Int {
                 var bound = headLength
-                for index in 0..<blockCount {
-                    let start = prefixLength + index * blockSize
-                    bound += max(LZ4Codec.bound(min(rawLength, start + blockSize) - start), 1)
-                }
+                for index in 0..<blockCount { bound += max(LZ4Codec.bound(rawRange(index).count), 1) }
                 return bound
             }
 
@@ -178,8 +192,7 @@ extension FrameCodec {
                 }
                 var position = headLength
                 for index in 0..<blockCount {
-                    let start = prefixLength + index * blockSize
-                    let source = UnsafeRawBufferPointer(rebasing: payload[start..<min(rawLength, start + blockSize)])
+                    let source = UnsafeRawBufferPointer(rebasing: payload[rawRange(index)])
                     var length: UInt32
                     if let produced = compress(source, UnsafeMutableRawBufferPointer(rebasing: destination[position...])), produced < source.count {
                         length = UInt32(produced)

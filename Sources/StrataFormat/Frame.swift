@@ -306,14 +306,9 @@ package enum FrameCodec {
         guard isHeadIntact(header, headerBytes: headerBytes, stored: stored) else { return false }
         guard header.codec == .lz4Blocks else { return true }
         guard let layout = try? BlockLayout(rawLength: Int(header.rawLength), stored: stored) else { return false }
-        var position = layout.headLength
-        for index in 0..<layout.blockCount {
-            let entry = layout.entry(index)
-            let block = UnsafeRawBufferPointer(rebasing: stored[position..<(position + entry.storedLength)])
-            guard CRC32C.checksum(block) == entry.checksum else { return false }
-            position += entry.storedLength
-        }
-        return true
+        var intact = true
+        layout.forEachBlock { _, entry, block in intact = intact && CRC32C.checksum(block) == entry.checksum }
+        return intact
     }
 
     /// Verifies a frame whose header was decoded from `headerBytes` and whose stored payload is
@@ -350,13 +345,8 @@ package enum FrameCodec {
             if layout.prefixLength > 0, let target = destination.baseAddress, let source = layout.prefix.baseAddress {
                 target.copyMemory(from: source, byteCount: layout.prefixLength)
             }
-            var position = layout.headLength
-            for index in 0..<layout.blockCount {
-                let entry = layout.entry(index)
-                let block = UnsafeRawBufferPointer(rebasing: stored[position..<(position + entry.storedLength)])
-                try layout.expand(block, entry, index: index,
-                                  into: UnsafeMutableRawBufferPointer(rebasing: destination[layout.rawRange(index)]))
-                position += entry.storedLength
+            try layout.forEachBlock { index, entry, block in
+                try layout.expand(block, entry, index: index, into: UnsafeMutableRawBufferPointer(rebasing: destination[layout.rawRange(index)]))
             }
             return
         }
