@@ -21,8 +21,9 @@ import StrataRecords
 ///
 /// Thread-safety (`@unchecked Sendable`): the queue is a `Mutex`. A chunk is filled by the
 /// migration's thread before it is submitted, transformed by the one thread that took it from
-/// the queue, and read back by the migration's thread after the queue marked it done — each
-/// hand-over passes through the mutex, which orders the accesses. The other stored properties
+/// the queue, and read back by the migration's thread after the queue marked it done (its
+/// `isDone`, read and written under the lock) — each hand-over passes through the mutex,
+/// which orders the accesses. The other stored properties
 /// are immutable or used by the migration's thread only. Workers run on Dispatch serial queues
 /// of their own (which always get a thread) from `init` to `shutDown()`, and wait on a
 /// semaphore between chunks.
@@ -48,6 +49,9 @@ final class TransformPipeline: @unchecked Sendable {
             case failed(any Error)
         }
 
+        /// Whether its outcomes are all in: set, under the queue's lock, by whoever transformed it.
+        var isDone = false
+
         var count: Int { ids.count }
 
         func clear() {
@@ -58,12 +62,12 @@ final class TransformPipeline: @unchecked Sendable {
     }
 
     private struct Queue {
-        /// The batch's chunks, in submission order; `chunks[front..<back]` were handed to no
-        /// one (`back` is their count: chunks are taken in order).
+        /// The chunks submitted and not yet delivered, in submission order; `chunks[front...]`
+        /// were handed to no one (chunks are taken in order). A few at most: the migration's
+        /// thread transforms chunks itself when `backlogHelped` wait, and recycles each chunk
+        /// it delivered — so the pipeline's memory does not grow with the batch size.
         var chunks: [Chunk] = []
-        var done: [Bool] = []
         var front = 0
-        var back = 0
         /// Set by `shutDown()`: workers leave.
         var stopping = false
     }
@@ -102,8 +106,6 @@ final class TransformPipeline: @unchecked Sendable {
     @exclusivity(unchecked) private var filling: Chunk
     /// Chunks delivered and free for the next ones.
     @exclusivity(unchecked) private var spare: [Chunk] = []
-    /// The next chunk of the batch to deliver.
-    @exclusivity(unchecked) private var head = 0
     /// While it reads a batch, the migration's thread transforms a chunk itself when this many
     /// wait for a worker.
     static let backlogHelped = 2
@@ -142,13 +144,9 @@ final class TransformPipeline: @unchecked Sendable {
     /// Starts a batch (the previous one was delivered whole, or failed and the stage with it).
     func begin() {
         queue.withLock { queue in
-            for chunk in queue.chunks where chunk !== filling { spare.append(chunk) }
             queue.chunks.removeAll(keepingCapacity: true)
-            queue.done.removeAll(keepingCapacity: true)
             queue.front = 0
-            queue.back = 0
         }
-        head = 0
         filling.clear()
     }
 
@@ -195,11 +193,8 @@ final class TransformPipeline: @unchecked Sendable {
         let chunk = filling
         filling = spare.popLast() ?? Chunk()
         filling.clear()
-        queue.withLock { queue in
-            queue.chunks.append(chunk)
-            queue.done.append(false)
-            queue.back = queue.chunks.count  // nothing is taken from the back while chunks come
-        }
+        chunk.isDone = false  // no other thread holds it: delivered, or new
+        queue.withLock { $0.chunks.append(chunk) }
         available.signal()
     }
 
@@ -208,23 +203,28 @@ final class TransformPipeline: @unchecked Sendable {
     /// the workers never fall far behind. `waiting` (the batch was read): transforms every
     /// chunk no worker took and waits for the others, until all are delivered.
     private func drain(waiting: Bool, _ deliverWritten: DeliverWritten, _ deliver: Deliver) throws {
-        enum Step { case deliver(Chunk), run(Chunk, Int), wait, stop }
+        enum Step { case deliver(Chunk), run(Chunk), wait, stop }
         while true {
             let step = queue.withLock { queue -> Step in
-                if head < queue.chunks.count && queue.done[head] { return .deliver(queue.chunks[head]) }
-                if queue.front < queue.back && (waiting || queue.back - queue.front >= Self.backlogHelped) {
-                    queue.front += 1
-                    return .run(queue.chunks[queue.front - 1], queue.front - 1)
+                if let first = queue.chunks.first, first.isDone {
+                    // Taken (it is done), so `front` is past it.
+                    queue.chunks.removeFirst()
+                    queue.front -= 1
+                    return .deliver(first)
                 }
-                return waiting && head < queue.chunks.count ? .wait : .stop
+                if queue.front < queue.chunks.count && (waiting || queue.chunks.count - queue.front >= Self.backlogHelped) {
+                    queue.front += 1
+                    return .run(queue.chunks[queue.front - 1])
+                }
+                return waiting && !queue.chunks.isEmpty ? .wait : .stop
             }
             switch step {
             case .deliver(let chunk):
-                head += 1
                 try deliverOutcomes(of: chunk, deliverWritten, deliver)
-            case .run(let chunk, let index):
+                spare.append(chunk)
+            case .run(let chunk):
                 transform(chunk, environment)
-                queue.withLock { $0.done[index] = true }
+                queue.withLock { _ in chunk.isDone = true }
             case .wait:
                 progress.wait()
             case .stop:
@@ -297,16 +297,16 @@ final class TransformPipeline: @unchecked Sendable {
     private func work(_ environment: TransformEnvironment) {
         while true {
             available.wait()
-            let next = queue.withLock { queue -> (chunk: Chunk, index: Int)?? in
+            let next = queue.withLock { queue -> Chunk?? in
                 if queue.stopping { return .some(nil) }
-                guard queue.front < queue.back else { return nil }
+                guard queue.front < queue.chunks.count else { return nil }
                 queue.front += 1
-                return (queue.chunks[queue.front - 1], queue.front - 1)
+                return queue.chunks[queue.front - 1]
             }
             guard let next else { continue }  // the migration's thread took it
-            guard let (chunk, index) = next else { break }
+            guard let chunk = next else { break }
             transform(chunk, environment)
-            queue.withLock { $0.done[index] = true }
+            queue.withLock { _ in chunk.isDone = true }
             progress.signal()
         }
         exited.signal()
