@@ -3,13 +3,14 @@ import Synchronization
 import StrataFormat
 
 /// One page write handed to the frame pipeline: the page's bytes (owned: a copy, or an array
-/// the caller gave away) and the header fields; the worker fills in `frame`.
+/// the caller gave away) and the header fields; whoever builds it fills in `frame`.
 ///
 /// Thread-safety (`@unchecked Sendable`): the `let` properties are immutable. `frame` is
-/// written only by the pipeline's worker, before it sets `done` (releasing), and read only
-/// by the transaction after it loaded `done` as true (acquiring) — the atomic orders the two
-/// accesses, so they never overlap. A job is built by exactly one worker run (the inbox hands
-/// each job out once).
+/// written only by the thread that took the job from the inbox (the pipeline's worker, or the
+/// transaction waiting for a frame), before it sets `done` (releasing), and read only by the
+/// transaction after it loaded `done` as true (acquiring) — the atomic orders the two
+/// accesses, so they never overlap. A job is built exactly once (the inbox hands each job out
+/// once).
 final class FrameJob: @unchecked Sendable {
     /// The page written.
     let pageID: UInt64
@@ -55,7 +56,11 @@ final class FrameJob: @unchecked Sendable {
 /// time in submission order, with its own LZ4 state.
 ///
 /// The worker only builds frames in memory: it never touches the writer's state, the files
-/// or the page table. The transaction places finished frames into the write buffer itself,
+/// or the page table. A transaction that must place every frame in flight (at commit, or
+/// before it reads or frees a page) builds the jobs nobody took yet itself meanwhile, in
+/// order, with the writer's compression state, instead of sleeping — both threads then
+/// compress, and the bytes are the same whoever built a frame (`LZ4Codec.compress(_:into:using:)`
+/// depends on its input alone). The transaction places finished frames into the write buffer itself,
 /// in submission order, on its own thread (so every I/O call happens there, in the order the
 /// synchronous path makes it). One pipeline belongs to one `PageLog` and is used only by the
 /// transaction holding the writer lock; every transaction waits for the worker to stop
@@ -79,8 +84,15 @@ final class FramePipeline: Sendable {
     /// serial and a run starts only when the previous one set `running` to false).
     private let compressor = LZ4Compressor()
 
+    /// Whether `start()` starts the worker (`PageLogOptions.framePipelineWorkerStarts`).
+    private let workerStarts: Bool
+    /// Frames built by transactions waiting to place them rather than by the worker (tests).
+    let framesBuiltByWaiters = Atomic<Int>(0)
+
     /// An idle pipeline; no thread runs until jobs are started.
-    init() {}
+    init(workerStarts: Bool = true) {
+        self.workerStarts = workerStarts
+    }
 
     /// Whether the worker has its compression state. Without one it would compress with
     /// `LZ4_compress_default`, whose output can differ from a reused state's, so the
@@ -91,6 +103,7 @@ final class FramePipeline: Sendable {
     /// waits until the next `start` (a running worker takes it anyway). Batching the start
     /// saves a thread wake-up per page.
     func submit(_ job: FrameJob, start: Bool) {
+        let start = start && workerStarts
         let wake = inbox.withLock { inbox in
             inbox.jobs.append(job)
             guard start, !inbox.running else { return false }
@@ -102,6 +115,7 @@ final class FramePipeline: Sendable {
 
     /// Starts the worker if jobs wait and it is idle.
     func start() {
+        guard workerStarts else { return }
         let wake = inbox.withLock { inbox in
             guard !inbox.running, inbox.next < inbox.jobs.count else { return false }
             inbox.running = true
@@ -110,16 +124,32 @@ final class FramePipeline: Sendable {
         if wake { queue.async { self.work() } }
     }
 
-    /// Blocks until the worker finished `job` (starting the worker first, so it cannot wait
-    /// for a job nobody will build).
-    func wait(for job: FrameJob) {
+    /// Blocks until `job` is built (starting the worker first, so it cannot wait for a job
+    /// nobody will build). With a `compressor` (the writer's: the calling thread must own it),
+    /// builds the jobs no one took yet on the calling thread meanwhile, the oldest first.
+    func wait(for job: FrameJob, helpingWith compressor: LZ4Compressor? = nil) {
         guard !job.done.load(ordering: .acquiring) else { return }
         start()
-        while !job.done.load(ordering: .acquiring) { progress.wait() }
+        while !job.done.load(ordering: .acquiring) {
+            if let compressor, let next = takeUnstarted() {
+                build(next, with: compressor)
+                framesBuiltByWaiters.add(1, ordering: .relaxed)
+                continue
+            }
+            progress.wait()
+        }
     }
 
     /// Blocks until every submitted job is built and the worker has stopped.
     func waitUntilIdle() {
+        guard workerStarts else {
+            // No worker: jobs of an abandoned transaction are dropped, never built.
+            inbox.withLock { inbox in
+                inbox.jobs.removeAll(keepingCapacity: true)
+                inbox.next = 0
+            }
+            return
+        }
         start()
         while inbox.withLock({ $0.running }) { progress.wait() }
     }
@@ -127,18 +157,36 @@ final class FramePipeline: Sendable {
     /// The worker run: builds jobs in order until none is left, then stops.
     private func work() {
         while let job = takeNext() {
-            var frame: [UInt8] = []
-            frame.reserveCapacity(FrameHeader.size + LZ4Codec.bound(job.payload.count) + FrameHeader.alignment)
-            job.payload.withUnsafeBytes { payload in
-                _ = FrameCodec.append(kind: .page, pageID: job.pageID, lsn: job.lsn, entityID: job.entityID,
-                                      schemaVersion: job.schemaVersion, payload: payload, compress: job.compress,
-                                      directoryLength: job.directoryLength, formatVersion: job.formatVersion, compressor: compressor, to: &frame)
-            }
-            job.frame = frame
-            job.done.store(true, ordering: .releasing)
+            build(job, with: compressor)
             progress.signal()
         }
         progress.signal()
+    }
+
+    /// Builds `job`'s frame with `compressor` (used by this thread alone meanwhile) and marks
+    /// it done.
+    private func build(_ job: FrameJob, with compressor: LZ4Compressor?) {
+        var frame: [UInt8] = []
+        frame.reserveCapacity(FrameHeader.size + LZ4Codec.bound(job.payload.count) + FrameHeader.alignment)
+        job.payload.withUnsafeBytes { payload in
+            _ = FrameCodec.append(kind: .page, pageID: job.pageID, lsn: job.lsn, entityID: job.entityID,
+                                  schemaVersion: job.schemaVersion, payload: payload, compress: job.compress,
+                                  directoryLength: job.directoryLength, formatVersion: job.formatVersion, compressor: compressor, to: &frame)
+        }
+        job.frame = frame
+        job.done.store(true, ordering: .releasing)
+    }
+
+    /// The oldest job no one took, taken (by a waiting transaction), or nil; the worker's
+    /// state is left as it is.
+    private func takeUnstarted() -> FrameJob? {
+        inbox.withLock { inbox in
+            guard inbox.next < inbox.jobs.count else { return nil }
+            let job = inbox.jobs[inbox.next]
+            inbox.jobs[inbox.next] = nil
+            inbox.next += 1
+            return job
+        }
     }
 
     /// The next job for the worker, or nil (and the worker marked stopped) when none is left.

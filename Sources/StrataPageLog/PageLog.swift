@@ -47,7 +47,7 @@ package final class PageLog: Sendable {
     let failure = Mutex<String?>(nil)
     /// The worker that builds the frames of large transactions' page writes (invariant 24);
     /// used only by the transaction holding `writerLock`.
-    let framePipeline = FramePipeline()
+    let framePipeline: FramePipeline
     /// The buffer point lookups decompress part of a page into (`Snapshot.withPartialPage`).
     let partialPageScratch = ScratchBuffer()
     /// fdatasync calls on segment files so far (group commit makes this smaller than the
@@ -86,6 +86,7 @@ package final class PageLog: Sendable {
         self.fileSystem = fileSystem
         self.directory = directory
         self.options = options
+        framePipeline = FramePipeline(workerStarts: options.framePipelineWorkerStarts)
         self.storeID = storeID
         self.recoveryReport = recoveryReport
         self.writer = writer
@@ -99,6 +100,10 @@ package final class PageLog: Sendable {
 
     /// Whether this instance follows another that writes the store (opened `readOnly`).
     package var isFollower: Bool { follower != nil }
+
+    /// Frames the frame pipeline's jobs had built by the transactions waiting to place them
+    /// rather than by its worker, since this instance opened (tests).
+    package var framesBuiltByWaiters: Int { framePipeline.framesBuiltByWaiters.load(ordering: .relaxed) }
 
     func path(_ name: String) -> String { joinPath(directory, name) }
 

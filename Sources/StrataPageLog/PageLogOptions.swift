@@ -32,6 +32,10 @@ package struct PageLogOptions: Sendable {
     /// Page bytes queued before the pipeline's worker is woken (when idle), so a wake-up
     /// serves a batch of pages rather than one.
     package var framePipelineBatchBytes = 128 << 10
+    /// Tests: false never starts the frame pipeline's worker, so every frame is built by the
+    /// transaction when it places every frame in flight (commit, read, free). Such a
+    /// transaction must never fill `framePipelineBytes`: it would wait for the worker forever.
+    package var framePipelineWorkerStarts = true
 
     package init() {}
 }

@@ -153,14 +153,17 @@ package final class WriteTransaction {
     /// reads the log (other than a pipelined page write) does this first.
     private func drainPipeline() throws {
         if let pipelineFailure { throw pipelineFailure }
-        while inFlightHead < inFlight.count { try placeNextFrame() }
+        while inFlightHead < inFlight.count { try placeNextFrame(helping: true) }
     }
 
     /// Waits for the oldest frame in flight and places it as `log.append` would have: appended
     /// to the write buffer, then accounted, rolled or flushed by `placeAppendedFrame`.
-    private func placeNextFrame() throws {
+    /// `helping`: every frame in flight is needed now, so frames no worker took yet are built
+    /// on this thread meanwhile (when only room in flight is needed, the worker is busy and
+    /// this thread has other work).
+    private func placeNextFrame(helping: Bool = false) throws {
         let job = inFlight[inFlightHead]
-        log.framePipeline.wait(for: job)
+        log.framePipeline.wait(for: job, helpingWith: helping ? writer.compressor : nil)
         inFlightHead += 1
         inFlightBytes -= job.cost
         if inFlightHead == inFlight.count {

@@ -23,6 +23,9 @@ import StrataTestSupport
         var log: PageLog?
         /// The committed pages.
         var pages: [UInt64: [UInt8]] = [:]
+        /// Frames built by transactions waiting to place them (`PageLog.framesBuiltByWaiters`),
+        /// in the instances the mix closed.
+        var framesBuiltByWaiters = 0
 
         /// Runs the mix of `seed` on `fs`, whose store was created beforehand.
         init(seed: UInt64, transactions: Int, options: PageLogOptions, on fs: MemoryFileSystem) {
@@ -37,6 +40,7 @@ import StrataTestSupport
                     if step % 29 == 28 { try log.compact(targetAmplification: 1.0); continue }
                     if step % 37 == 36 {
                         self.log = nil
+                        framesBuiltByWaiters += log.framesBuiltByWaiters
                         try log.close()
                         log = try PageLog.open(directory: storePath, fileSystem: fs, options: options)
                         self.log = log
@@ -126,6 +130,9 @@ import StrataTestSupport
 
     static let seeds: [UInt64] = [0x9199_0001, 0x9199_0006, 0x9199_000B, 0x9199_0013]
 
+    /// The same mix without the pipeline, with it, and with it but its worker never started —
+    /// every frame then built by the transaction as it places the frames in flight (commit,
+    /// read, free) — writes the same files.
     @Test(arguments: seeds)
     func sameBytesWithAndWithoutThePipeline(seed: UInt64) throws {
         let seed = SeededRandom.seed(default: seed)
@@ -133,11 +140,19 @@ import StrataTestSupport
         let initial = try Self.freshStore()
         var files: [[String: [UInt8]]] = []
         var pages: [[UInt64: [UInt8]]] = []
-        for pipeline in [false, true] {
+        for (pipeline, worker) in [(false, true), (true, true), (true, false)] {
+            var options = Self.options(pipeline: pipeline, seed: seed)
+            if !worker {
+                options.framePipelineWorkerStarts = false
+                options.framePipelineBytes = 1 << 20  // never full (a transaction writes at most 60 pages of 3 KB)
+            }
             let fs = MemoryFileSystem(files: initial)
-            var mix = Mix(seed: seed, transactions: 120, options: Self.options(pipeline: pipeline, seed: seed), on: fs)
-            #expect(mix.error == nil, "pipeline \(pipeline): \(String(describing: mix.error))")
-            #expect(mix.problems.isEmpty, "pipeline \(pipeline): \(mix.problems.prefix(3))")
+            var mix = Mix(seed: seed, transactions: 120, options: options, on: fs)
+            #expect(mix.error == nil, "pipeline \(pipeline), worker \(worker): \(String(describing: mix.error))")
+            #expect(mix.problems.isEmpty, "pipeline \(pipeline), worker \(worker): \(mix.problems.prefix(3))")
+            if !worker {
+                #expect(mix.framesBuiltByWaiters + (mix.log?.framesBuiltByWaiters ?? 0) > 100, "the transactions built the frames")
+            }
             try mix.log?.close()
             mix.log = nil
             files.append(fs.allFiles())
@@ -146,13 +161,15 @@ import StrataTestSupport
             let reopened = try PageLog.open(directory: storePath, fileSystem: fs, options: smallOptions())
             #expect(try contents(of: reopened) == mix.pages)
         }
-        #expect(pages[0] == pages[1])
-        #expect(files[0].keys.sorted() == files[1].keys.sorted())
-        for (path, bytes) in files[0].sorted(by: { $0.key < $1.key }) {
-            let other = files[1][path] ?? []
-            guard other != bytes else { continue }
-            let offset = (0..<min(bytes.count, other.count)).first { bytes[$0] != other[$0] } ?? min(bytes.count, other.count)
-            Issue.record("\(path) differs with the pipeline on from offset \(offset) (\(bytes.count) and \(other.count) bytes; seed \(seed)); DEBUG \(Array(bytes[max(0, offset - 64)..<min(bytes.count, offset + 16)])) vs \(Array(other[max(0, offset - 64)..<min(other.count, offset + 16)]))")
+        for run in 1..<files.count {
+            #expect(pages[0] == pages[run])
+            #expect(files[0].keys.sorted() == files[run].keys.sorted())
+            for (path, bytes) in files[0].sorted(by: { $0.key < $1.key }) {
+                let other = files[run][path] ?? []
+                guard other != bytes else { continue }
+                let offset = (0..<min(bytes.count, other.count)).first { bytes[$0] != other[$0] } ?? min(bytes.count, other.count)
+                Issue.record("\(path) differs in run \(run) from offset \(offset) (\(bytes.count) and \(other.count) bytes; seed \(seed)); DEBUG \(Array(bytes[max(0, offset - 64)..<min(bytes.count, offset + 16)])) vs \(Array(other[max(0, offset - 64)..<min(other.count, offset + 16)]))")
+            }
         }
     }
 
