@@ -325,8 +325,12 @@ struct MigrationRunner {
             }
         }
         // The replaced trees' pages are freed in bounded batches (no commit grows with the store).
+        // Relaxed commits: the step's last commit (`didMigrate`'s, durable) makes them durable,
+        // and a crash before it loses only frees the marker still lists, done again on resume.
         while try !translatingErrors({
-            try records.write { try $0.freeRetiredTrees(maximumLeaves: Self.leavesFreedPerCommit, withoutOverflow: withoutOverflow) }
+            try records.write(durability: .relaxed) {
+                try $0.freeRetiredTrees(maximumLeaves: Self.leavesFreedPerCommit, withoutOverflow: withoutOverflow)
+            }
         }) {}
         let context = Context(try Store(records: records, schema: to.schema, configuration: stageConfiguration), author: "migration")
         context.savesWithStage = true
