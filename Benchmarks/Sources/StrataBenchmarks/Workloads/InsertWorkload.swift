@@ -11,9 +11,12 @@ import Strata
 /// `Store.write` is the public API for one large transaction: records go into the store as
 /// they are inserted (spilled to the log as buffers fill), so memory stays bounded. (A
 /// `Context` keeps its unsaved changes in memory until `save()`, as SwiftData's does; it is
-/// the unit of work for an app's edits, not for a million-record import.) SQLite runs first,
-/// in a process of its own; afterwards each store is checked fully (count, sample field by
-/// field), Strata's in a process of its own since counting fetches every record.
+/// the unit of work for an app's edits, not for a million-record import.) Three pairs of runs
+/// in both scales, the side going first alternating, each on a new store —
+/// SQLite in a process of its own — and the medians compared: one run of each side is at the
+/// mercy of a noisy machine (single runs gave 0.40–0.50 within an hour). Afterwards the last
+/// stores are checked fully (count, sample field by field), Strata's in a process of its own
+/// since counting fetches every record.
 enum InsertWorkload {
     /// `insert`: `PersonRecord`, which codes itself by hand (the fast path).
     static let workload = make(name: "insert", type: PersonRecord.self,
@@ -34,19 +37,36 @@ enum InsertWorkload {
         )
     }
 
+    /// Alternating pairs of runs; the medians are compared.
+    static let pairs = 3
+
     static func run<Record: BenchmarkPerson>(_ context: WorkloadContext, name: String, type: Record.Type) throws -> WorkloadResult {
         let count = RecordAPIWorkloads.recordCount(context.scale)
         let generationSeconds = generateAll(count: count, as: type)
 
-        context.progress("SQLite: inserting \(count) persons in one transaction (in a process of its own)")
-        let sqlite = try context.runPartProcess("sqlite")
-        let sqlitePhases = try InsertPhases(report: sqlite, prefix: "sqlite")
-        let sqliteBytes = try sqlite.uint64("store_bytes")
-
-        context.progress("Strata: inserting \(count) PersonRecords in one durable store.write transaction")
         let path = TreeWorkloads.strataPath(context)
-        sync()
-        let strataPhases = try timeStrataInsert(at: path, count: count, as: type)
+        var sqliteRuns: [InsertPhases] = [], strataRuns: [InsertPhases] = []
+        var sqlite: PartReport?
+        func runSQLite() throws {
+            try? FileManager.default.removeItem(atPath: TreeWorkloads.sqliteFolder(context))
+            context.progress("SQLite: inserting \(count) persons in one transaction (in a process of its own)")
+            let report = try context.runPartProcess("sqlite")
+            sqliteRuns.append(try InsertPhases(report: report, prefix: "sqlite"))
+            sqlite = report
+        }
+        func runStrata() throws {
+            try? FileManager.default.removeItem(atPath: path)
+            context.progress("Strata: inserting \(count) PersonRecords in one durable store.write transaction")
+            sync()
+            strataRuns.append(try timeStrataInsert(at: path, count: count, as: type))
+        }
+        for pair in 0..<pairs {
+            if pair % 2 == 0 { try runSQLite(); try runStrata() } else { try runStrata(); try runSQLite() }
+        }
+        guard let sqlite else { throw BenchmarkError.verificationFailed("SQLite did not run") }
+        let sqlitePhases = Measurements.medianPhases(sqliteRuns), strataPhases = Measurements.medianPhases(strataRuns)
+        let ratios = zip(strataRuns, sqliteRuns).map { $0.total / $1.total }
+        let sqliteBytes = try sqlite.uint64("store_bytes")
         let strataBytes = FolderSize.bytes(at: path)
 
         context.progress("checking both stores (Strata's in a process of its own)")
@@ -58,9 +78,10 @@ enum InsertWorkload {
         return WorkloadResult(
             workload: name,
             records: count,
-            strataSeconds: strataPhases.total,
-            baseline: .sqlite(seconds: sqlitePhases.total),
-            notes: "1 store.write, open→close (commit \(String(format: "%.2f", strataPhases.commit)) s); on disk Strata"
+            strataSeconds: Measurements.median(strataRuns.map(\.total)),
+            baseline: .sqlite(seconds: Measurements.median(sqliteRuns.map(\.total))),
+            notes: "1 store.write, open→close (commit \(String(format: "%.2f", strataPhases.commit)) s); medians of \(pairs) "
+                + "alternating pairs, ratios \(String(format: "%.2f–%.2f", ratios.min() ?? 0, ratios.max() ?? 0)); on disk Strata"
                 + " \(TreeWorkloads.size(strataBytes)), SQLite \(TreeWorkloads.size(sqliteBytes))"
                 + " (own process, peak \(TreeWorkloads.memory(sqlitePeak)))",
             extra: [
@@ -68,6 +89,7 @@ enum InsertWorkload {
                 ("sqlite_store_bytes", .int(Int64(clamping: sqliteBytes))),
                 ("sqlite_peak_memory_bytes", .int(Int64(clamping: sqlitePeak))),
                 ("generation_seconds", .double(generationSeconds)),
+                ("pair_ratios", .array(ratios.map { .double($0) })),
             ] + strataPhases.json(prefix: "strata") + sqlitePhases.json(prefix: "sqlite") + [
                 ("verified_records", .int(Int64(PersonVerification.sampleIDs(recordCount: count).count))),
             ]
