@@ -66,7 +66,7 @@ enum InsertWithHistoryWorkload {
             records: count,
             strataSeconds: strata,
             baseline: WorkloadResult.Baseline(name: "strata-no-history", seconds: baseline),
-            notes: "medians of \(pairs) alternating pairs, ratios \(range(ratios)); target ≤ \(targetRatio);"
+            notes: "medians of \(pairs) alternating pairs, ratios \(Measurements.range(ratios)); target ≤ \(targetRatio);"
                 + " commit \(String(format: "%.2f", Measurements.median(with.map(\.commit)))) vs"
                 + " \(String(format: "%.2f", Measurements.median(without.map(\.commit)))) s;"
                 + " on disk \(TreeWorkloads.size(historyBytes)) vs \(TreeWorkloads.size(plainBytes))",
@@ -112,11 +112,6 @@ enum InsertWithHistoryWorkload {
             ("history_transactions", .int(Int64(journal.count))),
             ("history_changes", .int(Int64(journal.first?.changes.count ?? 0))),
         ])
-    }
-
-    private static func range(_ values: [Double]) -> String {
-        let low = values.min() ?? 0, high = values.max() ?? 0
-        return String(format: "%.2f–%.2f", low, high)
     }
 }
 

@@ -12,11 +12,11 @@ import Strata
 /// they are inserted (spilled to the log as buffers fill), so memory stays bounded. (A
 /// `Context` keeps its unsaved changes in memory until `save()`, as SwiftData's does; it is
 /// the unit of work for an app's edits, not for a million-record import.) Three pairs of runs
-/// in both scales, the side going first alternating, each on a new store —
-/// SQLite in a process of its own — and the medians compared: one run of each side is at the
-/// mercy of a noisy machine (single runs gave 0.40–0.50 within an hour). Afterwards the last
-/// stores are checked fully (count, sample field by field), Strata's in a process of its own
-/// since counting fetches every record.
+/// in both scales, the side going first alternating, each on a new store (SQLite's in a
+/// process of its own), and the medians compared: one run of each side is at the mercy of a
+/// noisy machine (single runs gave 0.40–0.50 within an hour). Afterwards the last stores are
+/// checked fully (count, sample field by field), Strata's in a process of its own since
+/// counting fetches every record.
 enum InsertWorkload {
     /// `insert`: `PersonRecord`, which codes itself by hand (the fast path).
     static let workload = make(name: "insert", type: PersonRecord.self,
@@ -60,9 +60,7 @@ enum InsertWorkload {
             sync()
             strataRuns.append(try timeStrataInsert(at: path, count: count, as: type))
         }
-        for pair in 0..<pairs {
-            if pair % 2 == 0 { try runSQLite(); try runStrata() } else { try runStrata(); try runSQLite() }
-        }
+        try Measurements.alternating(pairs: pairs, runSQLite, runStrata)
         guard let sqlite else { throw BenchmarkError.verificationFailed("SQLite did not run") }
         let sqlitePhases = Measurements.medianPhases(sqliteRuns), strataPhases = Measurements.medianPhases(strataRuns)
         let ratios = zip(strataRuns, sqliteRuns).map { $0.total / $1.total }
@@ -81,7 +79,7 @@ enum InsertWorkload {
             strataSeconds: Measurements.median(strataRuns.map(\.total)),
             baseline: .sqlite(seconds: Measurements.median(sqliteRuns.map(\.total))),
             notes: "1 store.write, open→close (commit \(String(format: "%.2f", strataPhases.commit)) s); medians of \(pairs) "
-                + "alternating pairs, ratios \(String(format: "%.2f–%.2f", ratios.min() ?? 0, ratios.max() ?? 0)); on disk Strata"
+                + "alternating pairs, ratios \(Measurements.range(ratios)); on disk Strata"
                 + " \(TreeWorkloads.size(strataBytes)), SQLite \(TreeWorkloads.size(sqliteBytes))"
                 + " (own process, peak \(TreeWorkloads.memory(sqlitePeak)))",
             extra: [

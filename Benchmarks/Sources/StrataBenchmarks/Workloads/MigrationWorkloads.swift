@@ -214,9 +214,7 @@ enum MigrationWorkloads {
                 let report = try context.runPartProcess("split-\(size)")
                 strata.append((try report.double("seconds"), try report.uint64("migration_peak_memory_bytes")))
             }
-            for pair in 0..<pairs {
-                if pair % 2 == 0 { try runSQLite(); try runStrata() } else { try runStrata(); try runSQLite() }
-            }
+            try Measurements.alternating(pairs: pairs, runSQLite, runStrata)
             rows.append((size, Measurements.median(strata.map(\.seconds)), Measurements.median(sqlite.map(\.seconds)),
                          strata.map(\.peak).max() ?? 0, sqlite.map(\.peak).max() ?? 0,
                          zip(strata, sqlite).map { $0.seconds / $1.seconds }))
@@ -225,7 +223,7 @@ enum MigrationWorkloads {
         var result = WorkloadResult(
             workload: split.name, records: main.size, strataSeconds: main.seconds, baseline: .sqlite(seconds: main.sqlite),
             notes: rows.map { "\(count($0.size)): \(seconds($0.seconds)) vs \(seconds($0.sqlite)) (medians of \($0.ratios.count) pairs, "
-                + "ratios \(String(format: "%.2f–%.2f", $0.ratios.min() ?? 0, $0.ratios.max() ?? 0))), peak \(TreeWorkloads.memory($0.peak))" }
+                + "ratios \(Measurements.range($0.ratios))), peak \(TreeWorkloads.memory($0.peak))" }
                 .joined(separator: "; ") + "; " + budgets(main.seconds),
             extra: [
                 ("launch_budget_fraction", .double(main.seconds / launchBudget)),
