@@ -1,5 +1,6 @@
 import StrataIO
 import StrataPageLog
+import StrataRecords
 
 /// When a commit (a `Context.save()`) is durable.
 public enum Durability: Sendable {
@@ -29,6 +30,18 @@ public struct StorageOptions: Sendable {
     /// error under a mapped page stops the process (SIGBUS) instead of throwing
     /// `StrataError.io`. Set false to read with `pread` only.
     public var memoryMappedReads = true
+    /// Whether a custom migration stage stores the records it writes uncompressed, to be
+    /// compressed in the background once the store is open (default true). LZ4 compression is
+    /// about a quarter of a stage's CPU: deferring it shortens the launch that migrates. Until
+    /// the background pass is done (about a second per million records on one core, at utility
+    /// priority; started again at the next open if the app stops first) the migrated entities
+    /// take more disk — up to their uncompressed size — and the pass takes the writer's lock
+    /// for a few milliseconds at a time. `Store.compact()` finishes it at once. False
+    /// compresses inside the stage. Docs/Migrations.md, "Speed".
+    public var defersMigrationCompression = true
+    /// Whether the deferred compression pass starts by itself when the store opens (tests
+    /// turn it off to see the store before the pass; `Store.compact()` runs it).
+    package var compressesDeferredLeavesInBackground = true
 
     /// The defaults.
     public init() {
@@ -37,6 +50,13 @@ public struct StorageOptions: Sendable {
         checkpointInterval = defaults.checkpointInterval
         compression = defaults.compression
         automaticCompaction = defaults.automaticCompaction
+    }
+
+    /// The record layer's options these set.
+    var recordTreeOptions: RecordTreeOptions {
+        var options = RecordTreeOptions()
+        options.defersShadowCompression = defersMigrationCompression
+        return options
     }
 
     /// The file system the store's files are opened through.

@@ -71,7 +71,7 @@ extension Store {
                 // Read-only: a follower of whatever process writes the store (no lock, nothing written).
                 RecordStore(log: try PageLog.open(directory: path, fileSystem: fileSystem, options: configuration.storage.pageLogOptions,
                                                   readOnly: configuration.isReadOnly),
-                            cache: NodeCache(budget: configuration.cacheBytes))
+                            cache: NodeCache(budget: configuration.cacheBytes), treeOptions: configuration.storage.recordTreeOptions)
             }
         }
         if configuration.isReadOnly && !PageLog.exists(directory: path, fileSystem: fileSystem) {
@@ -361,7 +361,7 @@ struct MigrationRunner {
             try PageLog.rollBack(directory: path, fileSystem: fileSystem,
                                  to: LogPosition(segment: marker.rollbackSegment, offset: marker.rollbackOffset))
             records = RecordStore(log: try PageLog.open(directory: path, fileSystem: fileSystem, options: configuration.storage.pageLogOptions),
-                                  cache: NodeCache(budget: configuration.cacheBytes))
+                                  cache: NodeCache(budget: configuration.cacheBytes), treeOptions: configuration.storage.recordTreeOptions)
         }
     }
 

@@ -116,6 +116,11 @@ public final class Store: Sendable {
             try? records.log.close()
             throw error
         }
+        // Leaves a migration stored uncompressed (now, or before a crash or close) are
+        // compressed in the background (invariant 31).
+        if !configuration.isReadOnly && configuration.storage.compressesDeferredLeavesInBackground {
+            records.compressUncompressedLeavesInBackground()
+        }
     }
 
     /// A store on `records` (already open) bound to `schema`; closing on failure is the

@@ -235,6 +235,30 @@ package final class WriteTransaction {
     package func read(_ pageID: UInt64, mapped: Bool = true) throws -> Page? {
         try checkOpen()
         try drainPipeline()
+        guard let (location, file) = try currentFrame(of: pageID) else { return nil }
+        return try PageLog.readPage(pageID, at: location, in: file, mapped: mapped)
+    }
+
+    /// Whether the store compresses pages (`PageLogOptions.compression`).
+    package var compressesPages: Bool { log.options.compression }
+
+    /// The page's image as this transaction sees it when it is stored uncompressed (codec 0),
+    /// to be written again compressed; nil when it is stored compressed or does not exist.
+    /// The frame is verified as `read` verifies it, and not decompressed.
+    package func uncompressedImage(of pageID: UInt64) throws -> Page? {
+        try checkOpen()
+        try drainPipeline()
+        guard let (location, file) = try currentFrame(of: pageID) else { return nil }
+        let (header, stored) = try PageLog.readFrame(in: file, at: UInt64(location.offset), length: location.length,
+                                                     decompress: false, mapped: false)
+        try PageLog.checkPageFrame(header, pageID: pageID, location: location, path: file.path)
+        guard header.codec == .none else { return nil }
+        return Page(id: pageID, entityID: header.entityID, schemaVersion: header.schemaVersion, lsn: header.lsn, bytes: stored)
+    }
+
+    /// Where the page's current image is (this transaction's writes included) and the file
+    /// holding it, flushed so it can be read; nil when the page does not exist.
+    private func currentFrame(of pageID: UInt64) throws -> (PageLocation, any StorageFile)? {
         let location = try changes[pageID] ?? writer.table.location(of: pageID)
         guard !location.isNone else { return nil }
         if UInt64(location.segment) == writer.activeSegment && UInt64(location.offset) >= writer.flushedOffset {
@@ -246,7 +270,7 @@ package final class WriteTransaction {
             throw PageLogError.corruption(file: StoreFileNames.segment(UInt64(location.segment)), offset: UInt64(location.offset),
                                           reason: "segment \(location.segment), which holds page \(pageID), is missing")
         }
-        return try PageLog.readPage(pageID, at: location, in: file, mapped: mapped)
+        return (location, file)
     }
 
     /// Holds (or releases) checkpoints from this transaction's commit on: the layer above

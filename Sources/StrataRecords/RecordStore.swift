@@ -16,6 +16,8 @@ package final class RecordStore: Sendable {
     private let decodedRoot = Mutex<(lsn: UInt64, root: StoreRoot)?>(nil)
     /// Counts this instance's commits and holds the tasks waiting for the next one.
     private let commits = Mutex(CommitWaiters())
+    /// Whether a deferred compression pass runs in the background (DeferredCompression.swift).
+    let compressionPassRunning = Atomic<Bool>(false)
 
     private struct CommitWaiters {
         var generation: UInt64 = 0
@@ -66,7 +68,7 @@ package final class RecordStore: Sendable {
     }
 
     /// `body` on a record transaction over `transaction`, whose root it writes when done.
-    private func run<T>(_ body: (RecordTransaction) throws -> T, in transaction: WriteTransaction) throws -> T {
+    func run<T>(_ body: (RecordTransaction) throws -> T, in transaction: WriteTransaction) throws -> T {
         let root = try Self.root(transaction.read(StoreRoot.pageID, mapped: false), pageID: StoreRoot.pageID)
         let records = RecordTransaction(transaction: transaction, root: root, options: treeOptions)
         do {
@@ -348,6 +350,12 @@ package final class RecordTransaction {
         return try transaction.read(page)?.bytes
     }
 
+    /// Whether shadow trees store their leaves uncompressed for the background pass to
+    /// compress (invariant 31): when the option asks for it and the store compresses at all.
+    private var defersShadowCompression: Bool {
+        options.defersShadowCompression && options.compressLeaves && transaction.compressesPages
+    }
+
     /// The shadow record tree of an entity in the running stage (created empty, its ids
     /// handed out above `nextRowID`, on first use): records written there carry
     /// `schemaVersion` and stay invisible until `switchToShadows`.
@@ -360,8 +368,10 @@ package final class RecordTransaction {
             root.migration?.shadows[entityID] = shadow
             rootChanged = true
         }
+        var shadowOptions = options
+        if defersShadowCompression { shadowOptions.compressLeaves = false }
         let tree = RecordTreeWriter(transaction: transaction, root: root.migration?.shadows[entityID]?.tree ?? .empty,
-                                    entityID: entityID, schemaVersion: schemaVersion, options: options)
+                                    entityID: entityID, schemaVersion: schemaVersion, options: shadowOptions)
         tree.mappedReads = false  // a migration's pages should not stay mapped into the process
         shadowTrees[entityID] = tree
         return tree
@@ -386,6 +396,7 @@ package final class RecordTransaction {
             var entity = root.entities[entityID] ?? StoreRoot.EntityTree()
             if let retired = try retire(entity.tree) { marker.retired.append(retired) }
             entity.tree = shadow.tree
+            entity.hasUncompressedLeaves = defersShadowCompression && shadow.tree.rootPageID != 0
             entity.nextRowID = max(entity.nextRowID, shadow.nextRowID)
             root.entities[entityID] = entity
         }

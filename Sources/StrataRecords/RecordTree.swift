@@ -23,6 +23,11 @@ package struct RecordTreeOptions: Sendable {
     /// Whether leaves may be LZ4-compressed (when the store compresses; default true).
     /// Uncompressed leaves make lookups that miss the node cache cheaper and the store larger.
     package var compressLeaves = true
+    /// Whether a migration's shadow trees store their leaves uncompressed, to be compressed
+    /// by a background pass once the store is open (invariant 31; default true). Compression
+    /// is about a quarter of a custom stage's CPU; deferring it shortens the launch that
+    /// migrates, and the store is larger until the pass is done.
+    package var defersShadowCompression = true
     /// Records larger than this are stored in overflow pages (default 2 KiB).
     package var maximumInlineRecord = 2 << 10
     /// Size of each overflow page (default 1 MiB).

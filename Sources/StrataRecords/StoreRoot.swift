@@ -8,9 +8,9 @@ import StrataFormat
 /// store-root := "SROT" version:u16 reserved:u16 catalogPage:u64 entityCount:u32 indexCount:u32
 ///               entity{entityCount}               ; ascending entity id
 ///               index{indexCount}                 ; ascending (entity id, attribute id); version 2 only
-///               history?                          ; version 4 only
-///               migration?                        ; version 3, or version 4 with flag 1
-/// entity     := entityID:u32 reserved:u32 rootPage:u64 count:u64 nextRowID:u64   ; 32 bytes
+///               history?                          ; version 4, or version 5 with flag 2
+///               migration?                        ; version 3, or versions 4 and 5 with flag 1
+/// entity     := entityID:u32 flags:u32 rootPage:u64 count:u64 nextRowID:u64   ; 32 bytes; flags 0 before version 5
 /// index      := entityID:u32 attributeID:u32 rootPage:u64 count:u64 flags:u32 defaultLength:u32
 ///               defaultKey:byte{defaultLength}
 /// migration  := see MigrationMarker
@@ -23,6 +23,10 @@ import StrataFormat
 /// Version 4 is written once the store has a history journal (its `reserved` field is then
 /// `flags`: 1 = a migration marker follows the history root); readers that predate the
 /// journal refuse it instead of committing changes it would not record.
+/// Version 5 is written only while an entity's tree may hold leaves stored uncompressed
+/// (written by a migration, compressed later in the background: invariant 31): the entity's
+/// `reserved` field is then `flags` (1 = leaves stored uncompressed), and the root's flags
+/// say which sections follow (1 = a migration marker, 2 = a history root).
 package struct StoreRoot: Equatable, Sendable {
     /// Fixed page id of the store root.
     package static let pageID: UInt64 = 0
@@ -37,10 +41,15 @@ package struct StoreRoot: Equatable, Sendable {
         package var tree: RecordTreeRoot
         /// The next record id to hand out (ids are never reused).
         package var nextRowID: UInt64
+        /// Whether the tree may hold leaves stored uncompressed: a migration wrote them so
+        /// (`RecordTreeOptions.defersShadowCompression`) and the background pass that
+        /// compresses them has not finished (invariant 31).
+        package var hasUncompressedLeaves = false
 
-        package init(tree: RecordTreeRoot = .empty, nextRowID: UInt64 = 1) {
+        package init(tree: RecordTreeRoot = .empty, nextRowID: UInt64 = 1, hasUncompressedLeaves: Bool = false) {
             self.tree = tree
             self.nextRowID = nextRowID
+            self.hasUncompressedLeaves = hasUncompressedLeaves
         }
     }
 
@@ -87,6 +96,15 @@ package struct StoreRoot: Equatable, Sendable {
     /// The history journal, once the store has one (version 4 roots).
     package var history: HistoryRoot?
     static let migrationFlag: UInt16 = 1
+    /// Version 5: a history root follows the indexes.
+    static let historyFlag: UInt16 = 2
+    /// An entity's flag (version 5): its tree may hold leaves stored uncompressed.
+    static let uncompressedLeavesFlag: UInt32 = 1
+
+    /// The entities whose trees may hold leaves stored uncompressed, ascending.
+    package var entitiesWithUncompressedLeaves: [UInt32] {
+        entities.filter(\.value.hasUncompressedLeaves).map(\.key).sorted()
+    }
 
     /// The first page of the stored schema catalog, 0 when none was stored yet.
     package var catalogPageID: UInt64 = 0
@@ -103,7 +121,11 @@ package struct StoreRoot: Equatable, Sendable {
     package func encoded() -> [UInt8] {
         var writer = ByteWriter(capacity: Self.headerSize + entities.count * Self.entitySize + indexes.count * Self.indexFixedSize)
         writer.append(bytes: Self.magic)
-        if history != nil {
+        let flagsEntities = entities.values.contains(where: \.hasUncompressedLeaves)
+        if flagsEntities {
+            writer.append(UInt16(5))
+            writer.append((migration != nil ? Self.migrationFlag : 0) | (history != nil ? Self.historyFlag : 0))
+        } else if history != nil {
             writer.append(UInt16(4))
             writer.append(migration != nil ? Self.migrationFlag : 0)
         } else {
@@ -115,7 +137,7 @@ package struct StoreRoot: Equatable, Sendable {
         writer.append(UInt32(indexes.count))
         for (id, entity) in entities.sorted(by: { $0.key < $1.key }) {
             writer.append(id)
-            writer.append(UInt32(0))
+            writer.append(entity.hasUncompressedLeaves ? Self.uncompressedLeavesFlag : 0)
             writer.append(entity.tree.rootPageID)
             writer.append(entity.tree.count)
             writer.append(entity.nextRowID)
@@ -139,21 +161,23 @@ package struct StoreRoot: Equatable, Sendable {
             var reader = ByteReader(raw)
             guard try reader.readBytes(4, "magic") == magic else { throw FormatError("bad store root magic", at: 0) }
             let version = try reader.read(UInt16.self, "version")
-            guard (1...4).contains(version) else {
+            guard (1...5).contains(version) else {
                 throw FormatError("store root version \(version) is not supported", at: 4, unsupportedVersion: version)
             }
             let flags = try reader.read(UInt16.self, "flags")
-            guard flags == 0 || (version == 4 && flags == migrationFlag) else {
-                throw FormatError(version == 4 ? "unknown store root flags \(flags)" : "reserved store root field is not zero", at: 6)
+            let knownFlags: UInt16 = version == 5 ? migrationFlag | historyFlag : version == 4 ? migrationFlag : 0
+            guard flags & ~knownFlags == 0 else {
+                throw FormatError(version >= 4 ? "unknown store root flags \(flags)" : "reserved store root field is not zero", at: 6)
             }
-            let hasMigration = version == 3 || flags == migrationFlag
+            let hasMigration = version == 3 || flags & migrationFlag != 0
+            let hasHistory = version == 4 || flags & historyFlag != 0
             var root = StoreRoot()
             root.catalogPageID = try reader.read(UInt64.self, "catalog page")
             let count = Int(try reader.read(UInt32.self, "entity count"))
             let indexCount = Int(try reader.read(UInt32.self, "index count"))
             guard version != 1 || indexCount == 0 else { throw FormatError("reserved store root field is not zero", at: 20) }
             guard version != 2 || indexCount > 0 else { throw FormatError("a version 2 store root without indexes", at: 20) }
-            let markerSize = (hasMigration ? MigrationMarker.fixedSize : 0) + (version == 4 ? HistoryRoot.fixedSize : 0)
+            let markerSize = (hasMigration ? MigrationMarker.fixedSize : 0) + (hasHistory ? HistoryRoot.fixedSize : 0)
             guard count <= maximumEntities, indexCount <= maximumEntities,
                   version == 1 ? reader.remaining == count * entitySize
                       : reader.remaining >= count * entitySize + indexCount * indexFixedSize + markerSize else {
@@ -163,7 +187,10 @@ package struct StoreRoot: Equatable, Sendable {
             for _ in 0..<count {
                 let at = reader.position
                 let id = try reader.read(UInt32.self, "entity id")
-                guard try reader.read(UInt32.self, "reserved") == 0 else { throw FormatError("reserved entity field is not zero", at: at + 4) }
+                let entityFlags = try reader.read(UInt32.self, "entity flags")
+                guard entityFlags & ~(version == 5 ? uncompressedLeavesFlag : 0) == 0 else {
+                    throw FormatError(version == 5 ? "unknown entity flags \(entityFlags)" : "reserved entity field is not zero", at: at + 4)
+                }
                 guard previous.map({ id > $0 }) ?? true else { throw FormatError("entity ids do not ascend", at: at) }
                 previous = id
                 let tree = RecordTreeRoot(rootPageID: try reader.read(UInt64.self, "root page"), count: try reader.read(UInt64.self, "count"))
@@ -171,7 +198,7 @@ package struct StoreRoot: Equatable, Sendable {
                 guard (tree.rootPageID == 0) == (tree.count == 0), next >= 1 else {
                     throw FormatError("entity \(id) has an inconsistent tree (root \(tree.rootPageID), \(tree.count) records, next id \(next))", at: at)
                 }
-                root.entities[id] = EntityTree(tree: tree, nextRowID: next)
+                root.entities[id] = EntityTree(tree: tree, nextRowID: next, hasUncompressedLeaves: entityFlags != 0)
             }
             var previousIndex: IndexID?
             for _ in 0..<indexCount {
@@ -194,7 +221,7 @@ package struct StoreRoot: Equatable, Sendable {
                 }
                 root.indexes[id] = Index(isUnique: flags & uniqueFlag != 0, defaultKey: defaultKey, tree: tree)
             }
-            if version == 4 { root.history = try HistoryRoot.read(from: &reader) }
+            if hasHistory { root.history = try HistoryRoot.read(from: &reader) }
             if hasMigration { root.migration = try MigrationMarker.read(from: &reader) }
             guard reader.remaining == 0 else { throw FormatError("\(reader.remaining) bytes after the store root's last index", at: reader.position) }
             return root

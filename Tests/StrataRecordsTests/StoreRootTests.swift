@@ -72,4 +72,52 @@ import StrataSchema
             #expect(throws: FormatError.self) { try StoreRoot.decode(Array(Self.version2.prefix(length))) }
         }
     }
+
+    /// Version 5: written while an entity's tree may hold leaves a migration stored
+    /// uncompressed (invariant 31), with every optional section; back to the older versions
+    /// once no entity is flagged.
+    @Test func version5CarriesEntityFlagsAndItsSectionsFlags() throws {
+        var root = Self.exampleRoot()
+        root.entities[1]?.hasUncompressedLeaves = true
+        root.entities[4] = StoreRoot.EntityTree(tree: RecordTreeRoot(rootPageID: 20, count: 1), nextRowID: 2)
+        let plain = root.encoded()
+        #expect(Array(plain[4..<8]) == [5, 0, 0, 0])  // version 5, no history root, no migration marker
+        #expect(Array(plain[28..<32]) == [1, 0, 0, 0] && Array(plain[60..<64]) == [0, 0, 0, 0])  // entity flags
+        #expect(try StoreRoot.decode(plain) == root)
+        #expect(try StoreRoot.decode(plain).entitiesWithUncompressedLeaves == [1])
+
+        var history = HistoryRoot()
+        history.nextToken = 7
+        root.history = history
+        let withHistory = root.encoded()
+        #expect(Array(withHistory[4..<8]) == [5, 0, 2, 0])
+        #expect(try StoreRoot.decode(withHistory) == root)
+        root.migration = MigrationMarker(rollbackSegment: 1, rollbackOffset: 64, fromCatalogVersion: 1, stage: 0,
+                                         targetChecksum: [UInt8](repeating: 9, count: 32))
+        let withBoth = root.encoded()
+        #expect(Array(withBoth[4..<8]) == [5, 0, 3, 0])
+        #expect(try StoreRoot.decode(withBoth) == root)
+
+        // Flags cleared: version 4 again (history), readable by readers that predate version 5.
+        root.entities[1]?.hasUncompressedLeaves = false
+        #expect(Array(root.encoded()[4..<8]) == [4, 0, 1, 0])
+        #expect(try StoreRoot.decode(root.encoded()) == root)
+
+        // Flags outside their versions, and unknown flags, are corruption.
+        var v4WithFlag = root.encoded()
+        v4WithFlag[28] = 1
+        #expect(throws: FormatError.self) { try StoreRoot.decode(v4WithFlag) }
+        var unknownEntityFlag = plain
+        unknownEntityFlag[28] = 2
+        #expect(throws: FormatError.self) { try StoreRoot.decode(unknownEntityFlag) }
+        var unknownRootFlag = plain
+        unknownRootFlag[6] = 4
+        #expect(throws: FormatError.self) { try StoreRoot.decode(unknownRootFlag) }
+        var historyFlagInVersion4 = root.encoded()
+        historyFlagInVersion4[6] = 3
+        #expect(throws: FormatError.self) { try StoreRoot.decode(historyFlagInVersion4) }
+        var version6 = plain
+        version6[4] = 6
+        #expect(throws: FormatError.self) { try StoreRoot.decode(version6) }
+    }
 }

@@ -105,6 +105,8 @@ enum ConcurrentSmallBatchPlan: NotedPlan { static let concurrent = true, batchSi
         let fs = MemoryFileSystem(files: files)
         var configuration = Store.Configuration()
         configuration.history.isEnabled = false
+        // The files are compared byte for byte: no background pass may write after the migration.
+        configuration.storage.compressesDeferredLeavesInBackground = false
         do {
             let store = try Store(at: "/store", schema: NotedSplit.self, migrationPlan: plan, configuration: configuration, fileSystem: fs)
             try body(store)
