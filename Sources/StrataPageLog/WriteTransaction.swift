@@ -107,7 +107,9 @@ package final class WriteTransaction {
         }
         let compress = compress ?? log.options.compression
         pageWrites += 1
-        if usesPipeline && pageWrites > pipelineThreshold {
+        // A page stored uncompressed is a header and a checksum away: built here (after the
+        // frames in flight), not handed over.
+        if usesPipeline && pageWrites > pipelineThreshold && compress {
             try submit(FrameJob(pageID: pageID, lsn: lsn, entityID: entityID, schemaVersion: schemaVersion,
                                 payload: owned ?? [UInt8](bytes), compress: compress, directoryLength: directoryLength,
                                 formatVersion: log.formatVersion))
