@@ -123,26 +123,32 @@ extension RecordStore {
     /// Runs the deferred compression pass to its end on the calling thread: every flagged
     /// tree's uncompressed leaves compressed, the flags cleared. Relaxed commits (the pages'
     /// contents do not change; a crash loses only work the next pass does again).
+    ///
+    /// One pass runs at a time: a call made while another runs (`compact()` while the
+    /// background pass works) waits for it, then finds what is left. A pass goes on from where
+    /// the last one of this instance stopped (an entity and an id: every leaf below it is
+    /// stored compressed); the cursor moves only after a batch committed.
     package func compressUncompressedLeaves(maximumLeavesPerCommit: Int = RecordStore.leavesCompressedPerCommit) throws {
-        var cursor: (entityID: UInt32, next: UInt64)?
-        while true {
-            // Not `write`: these commits change no record, so observers are not woken.
-            let more = try log.write(durability: .relaxed) { pageTransaction in
-                try run({ transaction -> Bool in
-                    let flagged = transaction.root.entitiesWithUncompressedLeaves
-                    guard let entityID = cursor.flatMap({ flagged.contains($0.entityID) ? $0.entityID : nil }) ?? flagged.first else {
-                        return false
-                    }
-                    let start = cursor.flatMap { $0.entityID == entityID ? $0.next : nil } ?? 0
-                    if let next = try transaction.compressUncompressedLeaves(of: entityID, from: start, maximumLeaves: maximumLeavesPerCommit) {
-                        cursor = (entityID, next)
-                    } else {
-                        cursor = nil
-                    }
-                    return true
-                }, in: pageTransaction)
+        try compressionPass.withLock { cursor in
+            while true {
+                let start = cursor
+                var next: (entityID: UInt32, next: UInt64)?
+                // Not `write`: these commits change no record, so observers are not woken.
+                let more = try log.write(durability: .relaxed) { pageTransaction in
+                    try run({ transaction -> Bool in
+                        let flagged = transaction.root.entitiesWithUncompressedLeaves
+                        guard let entityID = start.flatMap({ flagged.contains($0.entityID) ? $0.entityID : nil }) ?? flagged.first else {
+                            return false
+                        }
+                        let from = start.flatMap { $0.entityID == entityID ? $0.next : nil } ?? 0
+                        next = try transaction.compressUncompressedLeaves(of: entityID, from: from, maximumLeaves: maximumLeavesPerCommit)
+                            .map { (entityID, $0) }
+                        return true
+                    }, in: pageTransaction)
+                }
+                guard more else { return }
+                cursor = next
             }
-            if !more { return }
         }
     }
 

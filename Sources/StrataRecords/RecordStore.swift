@@ -16,8 +16,11 @@ package final class RecordStore: Sendable {
     private let decodedRoot = Mutex<(lsn: UInt64, root: StoreRoot)?>(nil)
     /// Counts this instance's commits and holds the tasks waiting for the next one.
     private let commits = Mutex(CommitWaiters())
-    /// Whether a deferred compression pass runs in the background (DeferredCompression.swift).
+    /// Whether a deferred compression pass was started in the background; the lock a pass
+    /// holds while it runs, around where the next one goes on from (an entity and the id its
+    /// next batch starts at) (DeferredCompression.swift).
     let compressionPassRunning = Atomic<Bool>(false)
+    let compressionPass = Mutex<(entityID: UInt32, next: UInt64)?>(nil)
 
     private struct CommitWaiters {
         var generation: UInt64 = 0
