@@ -33,10 +33,10 @@ public struct StorageOptions: Sendable {
     /// Whether a custom migration stage stores the records it writes uncompressed, to be
     /// compressed in the background once the store is open (default true). LZ4 compression is
     /// about a quarter of a stage's CPU: deferring it shortens the launch that migrates. Until
-    /// the background pass is done (about a second per million records on one core, at utility
-    /// priority; started again at the next open if the app stops first) the migrated entities
-    /// take more disk — up to their uncompressed size — and the pass takes the writer's lock
-    /// for a few milliseconds at a time. `Store.compact()` finishes it at once. False
+    /// the background pass is done (about a quarter of a second of one core per million
+    /// records, at utility priority; started again at the next open if the app stops first)
+    /// the migrated entities take more disk — up to their uncompressed size — and the pass
+    /// takes the writer's lock for a few milliseconds at a time. `Store.compact()` finishes it at once. False
     /// compresses inside the stage. Docs/Migrations.md, "Speed".
     public var defersMigrationCompression = true
     /// Whether the deferred compression pass starts by itself when the store opens (tests

@@ -236,6 +236,11 @@ enum DecoderCatalog {
         marker.retired = [RetiredTree(rootPageID: 12, height: 1, freedBelow: 4)]
         var migrating = storeRoot
         migrating.migration = marker
+        // Version 5: an entity flagged for uncompressed leaves, with and without the sections.
+        var deferring = migrating
+        deferring.entities[1]?.hasUncompressedLeaves = true
+        var deferringBare = StoreRoot()
+        deferringBare.entities = [3: .init(tree: RecordTreeRoot(rootPageID: 8, count: 1), nextRowID: 2, hasUncompressedLeaves: true)]
         var quarantine = QuarantineRoot()
         quarantine.tree = RecordTreeRoot(rootPageID: 9, count: 2)
         quarantine.nextSequence = 3
@@ -378,7 +383,8 @@ enum DecoderCatalog {
                     roundTrip(catalog, { $0.encoded() }) { try SchemaCatalog.decode($0) }
                 }
             },
-            FuzzedDecoder("store root (history root, migration marker)", seeds: [storeRoot.encoded(), migrating.encoded()] + pages.roots) { bytes in
+            FuzzedDecoder("store root (history root, migration marker, version 5)",
+                          seeds: [storeRoot.encoded(), migrating.encoded(), deferring.encoded(), deferringBare.encoded()] + pages.roots) { bytes in
                 try typed { try StoreRoot.decode(bytes) }.map { roundTrip($0, { $0.encoded() }, StoreRoot.decode) }
             },
             FuzzedDecoder("history journal part", seeds: [encodedPart(timestamp: 1_700_000_000_000_000, author: "app", operations),

@@ -87,6 +87,10 @@ func writeSeedCorpus(to folder: String) throws {
     seeds.append(("quarantine-entry", .quarantineEntry, QuarantinedRecord.encode(entity: "FuzzItem", id: 4, catalogVersion: 1, stage: "split",
                                                                                   reason: "rejected", bytes: record)))
     seeds.append(("overflow", .overflowReference, OverflowReference(length: 70_000, chunks: [12, 13]).encoded()))
+    seeds.append(("store-root-v5", .storeRoot, { var root = StoreRoot(); root.catalogPageID = 1
+                                                 root.entities = [1: .init(tree: RecordTreeRoot(rootPageID: 5, count: 3), nextRowID: 4,
+                                                                           hasUncompressedLeaves: true)]
+                                                 return root.encoded() }()))
     let index = IndexNode(kind: .leaf, keys: [Array("key-one-0000".utf8), Array("key-two-0000".utf8)])
     seeds.append(("index-leaf", .indexNode, index.encoded()))
 
