@@ -31,7 +31,16 @@ extension PageLog {
         let target = max(1.0, targetAmplification ?? options.maximumSpaceAmplification * 0.75)
         var report = CompactionReport()
         let retiredBefore = Set(writer.retired.map(\.segment))
-        // Only segments sealed before this call are candidates: relocation writes new segments,
+        // The active segment's dead space is reclaimed only once it is sealed: when the log
+        // needs compacting and at least half of the active segment (and 64 KiB) is dead, seal it
+        // now, so its live pages move like any other segment's. (A small store's migration
+        // leaves the old version, and its deferred compression the uncompressed leaves, there.)
+        if let active = writer.usage[writer.activeSegment],
+           Double(writer.totalLogBytes) > target * Double(max(writer.totalLiveBytes, 1)),
+           active.totalBytes - min(active.liveBytes, active.totalBytes) >= max(active.totalBytes / 2, 64 << 10) {
+            try rollSegment()
+        }
+        // Only segments sealed before this point are candidates: relocation writes new segments,
         // and compacting those would never end.
         let firstNewSegment = writer.activeSegment
         while true {

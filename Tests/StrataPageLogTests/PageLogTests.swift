@@ -232,6 +232,44 @@ import StrataTestSupport
         #expect(try contents(of: reopened) == expected)
     }
 
+    /// Dead space in the active segment is reclaimed too: a compaction that finds most of it
+    /// dead seals it first, then moves its live pages out like any sealed segment's.
+    @Test func compactionSealsAMostlyDeadActiveSegment() throws {
+        let fs = MemoryFileSystem()
+        var options = smallOptions()
+        options.segmentSize = 8 << 20  // everything below stays in the first segment
+        let log = try PageLog.open(directory: storePath, fileSystem: fs, options: options)
+        var random = SeededRandom(seed: 9)
+        let ids = try log.write { txn in try (0..<10).map { _ in try txn.allocatePageID() } }
+        var expected: [UInt64: [UInt8]] = [:]
+        for _ in 0..<400 {
+            try log.write(durability: .relaxed) { txn in
+                let id = ids.randomElement(using: &random)!
+                let bytes = random.bytes(1_000)
+                try txn.write(id, bytes: bytes)
+                expected[id] = bytes
+            }
+        }
+        let before = log.statistics
+        #expect(before.segmentCount == 1)
+        #expect(Double(before.logBytes) > 10 * Double(before.liveBytes))
+        let report = try log.compact()
+        #expect(report.retiredSegments == [1])
+        #expect(report.deletedSegments == [1])
+        let after = log.statistics
+        #expect(after.logBytes < before.logBytes / 10, "log \(after.logBytes), \(before.logBytes) before")
+        #expect(try contents(of: log) == expected)
+        try log.close()
+        #expect(try contents(of: PageLog.open(directory: storePath, fileSystem: fs, options: options)) == expected)
+
+        // Mostly live: left alone.
+        let live = try PageLog.open(directory: "/live", fileSystem: fs, options: options)
+        try live.write { txn in for _ in 0..<40 { try txn.write(try txn.allocatePageID(), bytes: random.bytes(1_000)) } }
+        let untouched = try live.compact()
+        #expect(untouched.retiredSegments.isEmpty && untouched.relocatedPages == 0)
+        try live.close()
+    }
+
     @Test func automaticCompactionBoundsSpaceAmplification() throws {
         var options = smallOptions()
         options.automaticCompaction = true

@@ -38,6 +38,11 @@ enum DeferredSplitPlan: SchemaMigrationPlan {
                   fileSystem: fs)
     }
 
+    /// The bytes of every segment file.
+    static func logBytes(_ fs: MemoryFileSystem) -> Int {
+        fs.allFiles().filter { $0.key.hasSuffix(".seg") }.values.reduce(0) { $0 + $1.count }
+    }
+
     static func people(_ store: Store) throws -> [PeopleSplitNames.Person] {
         try Context(store).fetch(FetchDescriptor<PeopleSplitNames.Person>()).map(\.record)
     }
@@ -52,6 +57,7 @@ enum DeferredSplitPlan: SchemaMigrationPlan {
         #expect(before.uncompressed == before.leaves)
         #expect(try Self.people(store) == Self.expected)
         let token = try store.currentHistoryToken()
+        let bytesAfterMigration = Self.logBytes(fs)
 
         try store.compact()  // runs the pass first
         #expect(try store.currentHistoryToken() == token)  // the pass changes no record: nothing journaled
@@ -60,6 +66,9 @@ enum DeferredSplitPlan: SchemaMigrationPlan {
         #expect(after.leaves == before.leaves)
         #expect(after.uncompressed == 0)
         #expect(try Self.people(store) == Self.expected)
+        // Everything sat in one segment; compaction sealed it (mostly dead: the old version, the
+        // uncompressed leaves) and moved the live pages out.
+        #expect(Self.logBytes(fs) < bytesAfterMigration / 2, "\(Self.logBytes(fs)) bytes of log, \(bytesAfterMigration) before")
         try store.close()
 
         let reopened = try Self.migrate(fs)
