@@ -66,7 +66,10 @@ extension Store {
         try translatingErrors { try records.compressUncompressedLeaves(maximumLeavesPerCommit: leavesPerCommit) }
     }
 
+    /// An entity's name in the bound version, else in the newest version that has it (as the
+    /// history journal names entities).
     private func entityName(_ entityID: UInt32) -> String {
-        binding.catalog.versions.lazy.compactMap { $0.entity(id: entityID)?.name }.first ?? "#\(entityID)"
+        (binding.version.entity(id: entityID) ?? binding.catalog.versions.last { $0.entity(id: entityID) != nil }?.entity(id: entityID))?.name
+            ?? "#\(entityID)"
     }
 }
