@@ -1,3 +1,4 @@
+import FoundationEssentials
 import StrataIO
 import StrataPageLog
 import StrataRecords
@@ -31,6 +32,23 @@ public struct MigrationEstimate: Sendable {
     public let estimatedDuration: Duration
     /// The budget compared against (by default 400 ms, the time to an app's first frame).
     public let launchBudget: Duration
+    /// The stored values the migration would drop without any transform reading them (an
+    /// attribute or relationship removed, an entity removed), counted in the store: what
+    /// ``SchemaMigrationPlan/lint()`` warns about, with the numbers of this store.
+    public let droppedValues: [DroppedValues]
+
+    /// Stored values a step drops (``MigrationLintWarning/dropsStoredValues(schema:entity:property:probableMove:)``).
+    public struct DroppedValues: Sendable, Equatable {
+        /// The stage's name.
+        public let stage: String
+        /// The entity (its name in the step's old version).
+        public let entity: String
+        /// The attribute or relationship, or nil when the whole entity is removed.
+        public let property: String?
+        /// How many records of the store hold a value of it (all the entity's records for a
+        /// removed entity). For a step after the first, counted on the store as it is now.
+        public let values: UInt64
+    }
 
     /// Whether the migration should finish within the launch budget (an app can migrate in
     /// its launch path); otherwise, show progress or defer.
@@ -43,10 +61,17 @@ extension Store {
     /// reads it, without its lock — so also while the app has it open — and nothing is written).
     ///
     /// The estimate of a stage that rewrites records is its record count (from the store root)
-    /// times the per-record cost measured here, on this device: its transforms run on a sample
-    /// of the first records (decoded, transformed and encoded, nothing written), plus the cost
-    /// of writing a record, measured as `tree-insert` (Docs/Benchmarks.md). A metadata-only
-    /// stage costs a few milliseconds whatever the size.
+    /// times the per-record cost measured here, on this device, on a sample spread over the
+    /// whole entity (runs of records at evenly spaced identifiers): reading the old records
+    /// (pages verified and decompressed), the transform (decoded, transformed, encoded) and
+    /// writing the new records (into a record tree of a scratch store in memory, compressed as
+    /// the stage would). A transform declared with `mapConcurrently` is modelled on the cores
+    /// it would use. The per-record cost is a median of the sample's groups, so a few huge
+    /// records do not skew it. A metadata-only stage costs a few milliseconds whatever the size.
+    ///
+    /// The sample runs the stage's transforms — nothing they insert through their
+    /// `MigrationWriter` is written (see ``MigrationWriter`` for its identifiers), but any other
+    /// side effect of theirs happens; keep transforms free of them.
     ///
     /// - Throws: what opening throws before migrating: ``MigrationPlanError``,
     ///   `StrataError.storeIsNewer`, `.unknownModelVersion`, `.storeNotFound`.
@@ -57,14 +82,11 @@ extension Store {
                    fileSystem: configuration.storage.fileSystem)
     }
 
-    /// The time writing one rewritten record takes beyond its transform (tree insert, LZ4,
-    /// checksum, log write), from the `tree-insert` benchmark on the reference machine (about
-    /// 0.6 µs); a conservative 1 µs.
-    static let writeCostPerRecord = Duration.microseconds(1)
     /// What a metadata-only stage costs (a catalog page and a commit).
     static let metadataStageCost = Duration.milliseconds(5)
-    /// Records per transform the dry run samples.
-    static let sampleSize = 2_000
+    /// Records per transform the dry run samples: `sampleRuns` runs of `sampleRunLength`.
+    static let sampleRuns = 40
+    static let sampleRunLength = 50
 
     /// `dryRun` through `fileSystem` (tests).
     package static func dryRun(at path: String, schema: any VersionedSchema.Type, migrationPlan: (any SchemaMigrationPlan.Type)?,
@@ -77,81 +99,178 @@ extension Store {
         let target = last.schema
         return try peek(at: path, configuration: configuration, fileSystem: fileSystem) { records in
             let snapshot = try records.snapshot()
+            func estimate(stored: Schema.Version?, stages: [MigrationEstimate.Stage] = [], interrupted: Bool = false,
+                          dropped: [MigrationEstimate.DroppedValues] = []) -> MigrationEstimate {
+                MigrationEstimate(storedVersion: stored, targetVersion: target.version, stages: stages, resumesInterruptedMigration: interrupted,
+                                  estimatedDuration: stages.reduce(Duration.zero) { $0 + $1.estimatedDuration }, launchBudget: launchBudget,
+                                  droppedValues: dropped)
+            }
             guard let catalog = try MigrationRunner.catalog(of: records), let latest = catalog.latest else {
-                return MigrationEstimate(storedVersion: nil, targetVersion: target.version, stages: [], resumesInterruptedMigration: false,
-                                         estimatedDuration: .zero, launchBudget: launchBudget)
+                return estimate(stored: nil)
             }
             let interrupted = snapshot.root.migration
             // The version the migration starts from: an interrupted one's, else the store's.
             let fromChecksum = interrupted.flatMap { catalog.version(id: $0.fromCatalogVersion)?.checksum } ?? latest.checksum
             let storedVersion = interrupted.flatMap { catalog.version(id: $0.fromCatalogVersion)?.schemaVersion } ?? latest.schemaVersion
-            if fromChecksum == target.checksum && interrupted == nil {
-                return MigrationEstimate(storedVersion: storedVersion, targetVersion: target.version, stages: [],
-                                         resumesInterruptedMigration: false, estimatedDuration: .zero, launchBudget: launchBudget)
-            }
+            if fromChecksum == target.checksum && interrupted == nil { return estimate(stored: storedVersion) }
             if storedVersion > target.version { throw StrataError.storeIsNewer(stored: storedVersion, current: target.version) }
             guard migrationPlan != nil else {
                 // Without a plan only a lightweight difference opens (or schemaMismatch, at open).
-                let stage = MigrationEstimate.Stage(name: "automatic lightweight \(storedVersion) → \(target.version)", isMetadataOnly: true,
-                                                    records: 0, estimatedDuration: metadataStageCost)
-                return MigrationEstimate(storedVersion: storedVersion, targetVersion: target.version, stages: [stage],
-                                         resumesInterruptedMigration: false, estimatedDuration: stage.estimatedDuration, launchBudget: launchBudget)
+                return estimate(stored: storedVersion, stages: [MigrationEstimate.Stage(
+                    name: "automatic lightweight \(storedVersion) → \(target.version)", isMetadataOnly: true, records: 0,
+                    estimatedDuration: metadataStageCost)])
             }
-            guard let start = plan.position(of: fromChecksum) else {
+            guard let start = plan.position(of: fromChecksum),
+                  let fromVersion = catalog.versions.last(where: { $0.checksum == fromChecksum }) else {
                 throw StrataError.unknownModelVersion(stored: storedVersion, checksum: "\(fromChecksum)")
             }
-            let oldBinding = catalog.versions.last { $0.checksum == fromChecksum }.map { SchemaBinding(catalog: catalog, versionID: $0.id, version: $0) }
+            let oldBinding = SchemaBinding(catalog: catalog, versionID: fromVersion.id, version: fromVersion)
             var stages: [MigrationEstimate.Stage] = []
+            var dropped: [MigrationEstimate.DroppedValues] = []
             for step in start..<plan.steps.count {
                 let name = MigrationRunner.name(ofStep: step, in: plan)
+                dropped += try countDropped(plan.steps[step].dropped, stage: name, version: step == start ? fromVersion : latest, snapshot: snapshot)
                 guard case .custom(_, _, let transforms, _, _)? = plan.steps[step].stage?.stage.kind, !transforms.isEmpty else {
                     stages.append(MigrationEstimate.Stage(name: name, isMetadataOnly: true, records: 0, estimatedDuration: metadataStageCost))
                     continue
                 }
                 // Transforms of the first step read the store's records; later steps' sources are
-                // what earlier steps write, estimated with the same counts and the sample's cost.
+                // what earlier steps write, estimated with the same counts and the first step's cost.
+                var duration = metadataStageCost
                 var count: UInt64 = 0
-                var perRecord = writeCostPerRecord
                 for transform in transforms {
-                    let sourceID = try? oldBinding?.entityID(of: transform.sourceEntity)
-                    count += sourceID.flatMap { snapshot.root.entities[$0]?.tree.count } ?? 0
-                    if step == start, let oldBinding, let sourceID {
-                        perRecord = max(perRecord, try sampleCost(transform, source: sourceID, old: oldBinding, catalog: catalog,
-                                                                  target: plan.versions[step + 1].schema, snapshot: snapshot) + writeCostPerRecord)
+                    let sourceID = try? oldBinding.entityID(of: transform.sourceEntity)
+                    let records = sourceID.flatMap { snapshot.root.entities[$0]?.tree.count } ?? 0
+                    count += records
+                    if step == start, let sourceID {
+                        let cost = try sampleCost(transform, source: sourceID, old: oldBinding, catalog: catalog,
+                                                  target: plan.versions[step + 1].schema, snapshot: snapshot, configuration: configuration)
+                        duration += cost * Double(records)
+                    } else {
+                        duration += (stages.last.map { $0.estimatedDuration / Double(max(1, $0.records)) } ?? .microseconds(3)) * Double(records)
                     }
                 }
-                stages.append(MigrationEstimate.Stage(name: name, isMetadataOnly: false, records: count,
-                                                      estimatedDuration: perRecord * Double(count) + metadataStageCost))
+                stages.append(MigrationEstimate.Stage(name: name, isMetadataOnly: false, records: count, estimatedDuration: duration))
             }
-            let total = stages.reduce(Duration.zero) { $0 + $1.estimatedDuration }
-            return MigrationEstimate(storedVersion: storedVersion, targetVersion: target.version, stages: stages,
-                                     resumesInterruptedMigration: interrupted != nil, estimatedDuration: total, launchBudget: launchBudget)
+            return estimate(stored: storedVersion, stages: stages, interrupted: interrupted != nil, dropped: dropped)
         }
     }
 
-    /// The time one record of the sample takes through `transform` (decode, transform, encode),
-    /// writing nothing; zero when the entity has no record.
+    /// Counts, in the store, the values of each dropped property (by name, in `version`).
+    private static func countDropped(_ dropped: [(entity: String, property: String?)], stage: String, version: CatalogVersion,
+                                     snapshot: RecordSnapshot) throws -> [MigrationEstimate.DroppedValues] {
+        try dropped.compactMap { entity, property in
+            guard let entityID = version.entity(named: entity)?.id else { return nil }
+            guard let property else {
+                return MigrationEstimate.DroppedValues(stage: stage, entity: entity, property: nil,
+                                                       values: snapshot.root.entities[entityID]?.tree.count ?? 0)
+            }
+            let id = version.resolvedAttributes(ofEntity: entityID).first { $0.name == property }?.id
+                ?? version.resolvedRelationships(ofEntity: entityID).first { $0.name == property }?.id
+            guard let id else { return nil }
+            var values: UInt64 = 0
+            try snapshot.reader(for: entityID).scan(mapped: false) { _, bytes in
+                if case .null = try RecordCodec.value(of: id, in: bytes) {} else { values += 1 }
+                return true
+            }
+            return MigrationEstimate.DroppedValues(stage: stage, entity: entity, property: property, values: values)
+        }
+    }
+
+    /// The time one record takes through a stage's `transform`, measured on a sample spread
+    /// over the source entity (see `dryRun`): reading, transforming and writing, with the
+    /// transform's share spread over the cores a concurrent transform gets. Zero when the
+    /// entity has no record.
     private static func sampleCost(_ transform: RecordTransform, source: UInt32, old: SchemaBinding, catalog: SchemaCatalog,
-                                   target: Schema, snapshot: RecordSnapshot) throws -> Duration {
+                                   target: Schema, snapshot: RecordSnapshot, configuration: Configuration) throws -> Duration {
         let registered = try catalog.register(target)
         guard let version = registered.catalog.version(id: registered.versionID),
               let targetID = try? SchemaBinding(catalog: registered.catalog, versionID: version.id, version: version).entityID(of: transform.targetEntity)
         else { return .zero }
         let new = SchemaBinding(catalog: registered.catalog, versionID: version.id, version: version)
-        var sample: [[UInt8]] = []
-        try snapshot.reader(for: source).scan(mapped: false) { _, bytes in
-            sample.append(Array(bytes))
-            return sample.count < sampleSize
-        }
-        guard !sample.isEmpty else { return .zero }
-        // A writer without a transaction: inserts of other entities are encoded, not written.
-        let environment = TransformEnvironment(old: old, oldLayout: old.layout(of: source), new: new,
-                                               session: RecordEncodingSession(layout: new.layout(of: targetID)),
-                                               writer: MigrationWriter(binding: new, transaction: nil, insertable: []))
+        let count = snapshot.root.entities[source]?.tree.count ?? 0
+        let next = snapshot.root.entities[source]?.nextRowID ?? 1
+        guard count > 0 else { return .zero }
         let clock = ContinuousClock()
-        let elapsed = clock.measure {
-            for bytes in sample { _ = try? bytes.withUnsafeBytes { try transform.apply($0, environment) } }
+        // Reading: runs of records at evenly spaced ids, each run timed with its pages' reads.
+        var runs: [[(id: UInt64, bytes: [UInt8])]] = []
+        var reading: [Duration] = []
+        let reader = snapshot.reader(for: source)
+        let spacing = max(1, (next - 1) / UInt64(sampleRuns))
+        var from: UInt64 = 1
+        while runs.count < sampleRuns && from < next {
+            var run: [(id: UInt64, bytes: [UInt8])] = []
+            let elapsed = try clock.measure {
+                try reader.scan(from: from, mapped: false) { id, bytes in
+                    run.append((id, Array(bytes)))
+                    return run.count < sampleRunLength
+                }
+            }
+            guard let last = run.last else { break }
+            reading.append(elapsed / Double(run.count))
+            runs.append(run)
+            from = max(last.id + 1, from + spacing)
         }
-        return elapsed / Double(sample.count)
+        guard !runs.isEmpty else { return .zero }
+        // Transforming: each run through the transform; a writer without a transaction (inserts
+        // of other entities are encoded, not written).
+        let environment = TransformEnvironment(
+            old: old, oldLayout: old.layout(of: source), new: new, session: RecordEncodingSession(layout: new.layout(of: targetID)),
+            writer: MigrationWriter(binding: new, transaction: nil,
+                                    state: MigrationInsertState(old: old.version, new: new, sources: [source], targets: [targetID],
+                                                                root: snapshot.root), isDryRun: true))
+        var transforming: [Duration] = []
+        var written: [[(id: UInt64, bytes: [UInt8])]] = []
+        for run in runs {
+            var output: [(id: UInt64, bytes: [UInt8])] = []
+            let elapsed = clock.measure {
+                for record in run {
+                    let result: [UInt8]? = try? record.bytes.withUnsafeBytes { bytes -> [UInt8]? in
+                        try transform.apply(bytes, environment).map { Array($0) }
+                    }
+                    if let result { output.append((record.id, result)) }
+                }
+            }
+            transforming.append(elapsed / Double(run.count))
+            written.append(output)
+        }
+        // Writing: the new records into a record tree of a scratch store in memory, leaves
+        // compressed as the stage's shadow trees are.
+        var options = configuration.storage.recordTreeOptions
+        if options.defersShadowCompression { options.compressLeaves = false }
+        let scratch = RecordStore(log: try PageLog.open(directory: "/dry-run", fileSystem: MemoryFileSystem(),
+                                                        options: configuration.storage.pageLogOptions),
+                                  cache: NodeCache(budget: 1 << 20), treeOptions: options)
+        defer { try? scratch.log.close() }
+        var writing: [Duration] = []
+        try scratch.write(durability: .relaxed) { transaction in
+            let tree = transaction.tree(for: 1, schemaVersion: 1)
+            for (index, output) in written.enumerated() {
+                let elapsed = try clock.measure { for record in output { try tree.insert(record.id, bytes: record.bytes) } }
+                writing.append(elapsed / Double(max(1, runs[index].count)))
+            }
+        }
+        let read = median(ofGroups: reading), apply = median(ofGroups: transforming), write = median(ofGroups: writing)
+        // A concurrent transform: the migration's thread reads and writes while the transforms
+        // share all the threads (TransformPipeline).
+        let workers = transform.concurrentApply == nil ? 0 : TransformPipeline.workerCount(cores: ProcessInfo.processInfo.activeProcessorCount)
+        guard workers > 0 else { return read + apply + write }
+        return max(read + write, (read + apply + write) / Double(workers + 1))
+    }
+
+    /// The median of the means of five groups of consecutive values: one huge record moves one
+    /// group's mean, not the result.
+    private static func median(ofGroups values: [Duration]) -> Duration {
+        guard !values.isEmpty else { return .zero }
+        let groups = min(5, values.count), size = (values.count + groups - 1) / groups
+        var means: [Duration] = []
+        var index = 0
+        while index < values.count {
+            let group = values[index..<min(values.count, index + size)]
+            means.append(group.reduce(Duration.zero, +) / Double(group.count))
+            index += size
+        }
+        means.sort()
+        return means[means.count / 2]
     }
 }

@@ -154,9 +154,10 @@ extension SchemaMigrationPlan {
     }
 
     /// Warnings about a plan that is valid but probably not what its author meant: a declared
-    /// stage the automatic lightweight path would handle, and an attribute removed while one of
+    /// stage the automatic lightweight path would handle; an attribute removed while one of
     /// the same type is added to the same entity without `originalName` (a probable rename
-    /// that would drop the stored values).
+    /// that would drop the stored values); and every attribute, relationship or entity whose
+    /// stored values a step drops, with the attribute they probably moved to.
     /// - Throws: ``MigrationPlanError`` when the plan is not valid.
     public static func lint() throws(MigrationPlanError) -> [MigrationLintWarning] {
         try MigrationPlanCheck(plan: Self.self).warnings
@@ -186,6 +187,14 @@ public enum MigrationPlanError: Error, Sendable, Equatable, CustomStringConverti
     case unreachableVersion(schema: String, from: String, differences: [String])
     /// A declared lightweight stage's change needs records rewritten.
     case stageNotLightweight(stage: Int, from: String, to: String, differences: [String])
+    /// A custom stage changes an entity in a way that needs its records rewritten, and none of
+    /// its transforms writes that entity: opening would fail (category `schemaChange`). Each
+    /// difference comes with its fix.
+    case missingTransform(stage: Int, from: String, to: String, differences: [String])
+    /// A custom stage's transform cannot run: its source or target is not an entity of the
+    /// stage's versions, it writes into an existing entity other than its own, or two
+    /// transforms write one entity.
+    case transformNotPossible(stage: Int, source: String, target: String, reason: String)
     /// The store was opened with a current schema that is not the plan's last.
     case currentSchemaNotLast(current: String, last: String)
 
@@ -208,11 +217,17 @@ public enum MigrationPlanError: Error, Sendable, Equatable, CustomStringConverti
         case .duplicateStage(let stages, let from):
             "stages \(stages.map(String.init).joined(separator: " and ")) both start from \(from); keep one stage per step"
         case .unreachableVersion(let schema, let from, let differences):
-            "\(schema) is unreachable: no stage leads to it from \(from), and the change is not lightweight ("
-                + differences.joined(separator: "; ") + "); add a custom stage"
+            "\(schema) is unreachable: no stage leads to it from \(from), and the change needs records rewritten: "
+                + differences.joined(separator: "; ")
         case .stageNotLightweight(let stage, let from, let to, let differences):
-            "stage \(stage) from \(from) to \(to) is declared lightweight, but its change needs records rewritten ("
-                + differences.joined(separator: "; ") + "); make it a custom stage"
+            "stage \(stage) from \(from) to \(to) is declared lightweight, but its change needs records rewritten: "
+                + differences.joined(separator: "; ")
+        case .missingTransform(let stage, let from, let to, let differences):
+            "stage \(stage) from \(from) to \(to) would fail at open: no transform of the stage writes what this change needs "
+                + "rewritten (willMigrate and didMigrate run before and after the change, not instead of it): "
+                + differences.joined(separator: "; ")
+        case .transformNotPossible(let stage, let source, let target, let reason):
+            "stage \(stage)'s transform from \(source) to \(target) cannot run: \(reason)"
         case .currentSchemaNotLast(let current, let last):
             "the current schema \(current) is not the migration plan's last schema (\(last)); list it last"
         }
@@ -226,6 +241,18 @@ public enum MigrationLintWarning: Sendable, Equatable, CustomStringConvertible {
     /// An attribute removed while one of the same type is added to the same entity without
     /// `originalName`: if it is a rename, the stored values would be dropped.
     case probableRename(schema: String, entity: String, removed: String, added: String)
+    /// A step drops stored values: `entity`'s attribute or relationship `property` (nil: the
+    /// whole entity, removed) is gone from the new version and no transform of the step reads
+    /// the entity. `probableMove` names an attribute of the same name and type new in another
+    /// entity (a sub-entity first), where the values probably should have gone.
+    /// `Store.dryRun` counts the values.
+    case dropsStoredValues(schema: String, entity: String, property: String?, probableMove: String?)
+
+    /// "Entity.attribute" of a probable rename's removed attribute.
+    var renamedAttribute: String? {
+        if case .probableRename(_, let entity, let removed, _) = self { return "\(entity).\(removed)" }
+        return nil
+    }
 
     /// A sentence for a person.
     public var description: String {
@@ -235,6 +262,17 @@ public enum MigrationLintWarning: Sendable, Equatable, CustomStringConvertible {
         case .probableRename(let schema, let entity, let removed, let added):
             "\(schema): \(entity).\(removed) is removed and \(entity).\(added) of the same type is added; if this is a rename, declare "
                 + "originalName \"\(removed)\" on \(added) (originalAttributeNames), or the stored values of \(removed) are dropped"
+        case .dropsStoredValues(let schema, let entity, let property, let probableMove):
+            if let property {
+                "\(schema) drops the stored values of \(entity).\(property): no transform of the step reads \(entity)"
+                    + (probableMove.map {
+                        "; \($0) has the same name and type — to move the values there, make the step a custom stage with one "
+                            + "RecordTransform per target entity (Docs/Migrations.md, \"Moving records into a sub-entity\")"
+                    } ?? ". Store.dryRun counts them; if they matter, read them in a transform or willMigrate")
+            } else {
+                "\(schema) removes entity \(entity) and drops its stored records: no transform of the step reads them. "
+                    + "Store.dryRun counts them; if they matter, move them in a transform"
+            }
         }
     }
 }

@@ -18,15 +18,13 @@ struct MigrationPlanCheck {
         /// The declared stage and its position in the plan's `stages`, or nil (automatic).
         let stage: (index: Int, stage: MigrationStage)?
         let differences: [SchemaDifference]
+        /// The stored values the step drops with no transform reading them: (entity, property)
+        /// by their names in the step's old version; a nil property is the whole entity.
+        var dropped: [(entity: String, property: String?)] = []
 
         /// Differences that need records rewritten (a new unique constraint is not one: the
         /// index build checks it, as opening without a plan does).
-        var blocking: [SchemaDifference] {
-            differences.filter { difference in
-                if case .uniqueAdded = difference.change { return false }
-                return !difference.isLightweight
-            }
-        }
+        var blocking: [SchemaDifference] { differences.filter(\.isBlocking) }
     }
 
     let versions: [Version]
@@ -99,27 +97,125 @@ struct MigrationPlanCheck {
             }
             defer { previous = current }
             guard let previous else { continue }
-            let step = Step(stage: declared[index - 1], differences: current.differences(from: previous))
+            var step = Step(stage: declared[index - 1], differences: current.differences(from: previous))
             let from = versions[index - 1].name
-            let blocking = step.blocking.map(\.description)
+            let blocking = SchemaDifference.explained(step.blocking)
+            var rewritten: Set<UInt32> = []  // old entity ids a transform of the step reads
             switch step.stage?.stage.kind {
             case nil:
-                if !blocking.isEmpty { throw .unreachableVersion(schema: version.name, from: from, differences: blocking) }
-            case .lightweight?:
-                if !blocking.isEmpty {
-                    throw .stageNotLightweight(stage: step.stage?.index ?? 0, from: from, to: version.name, differences: blocking)
+                if !step.blocking.isEmpty {
+                    throw .unreachableVersion(schema: version.name, from: from, differences: blocking + Self.renameHints(step))
                 }
-            case .custom?:
-                break
+            case .lightweight?:
+                if !step.blocking.isEmpty {
+                    throw .stageNotLightweight(stage: step.stage?.index ?? 0, from: from, to: version.name,
+                                               differences: blocking + Self.renameHints(step))
+                }
+            case .custom(_, _, let transforms, _, _)?:
+                let stageIndex = step.stage?.index ?? 0
+                let targets = try Self.checkTransforms(transforms, stage: stageIndex, from: previous, fromName: from,
+                                                       to: current, toName: version.name)
+                rewritten = Set(transforms.compactMap { previous.entity(named: $0.sourceEntity)?.id })
+                // What the stage's switch cannot apply: a blocking change of an entity no transform writes.
+                let unhandled = step.blocking.filter { !targets.contains($0.entity) }
+                if !unhandled.isEmpty {
+                    throw .missingTransform(stage: stageIndex, from: from, to: version.name,
+                                            differences: SchemaDifference.explained(unhandled) + Self.renameHints(step))
+                }
             }
-            if let (stageIndex, stage) = step.stage, !stage.hasCode, blocking.isEmpty {
+            if let (stageIndex, stage) = step.stage, !stage.hasCode, step.blocking.isEmpty {
                 warnings.append(.redundantStage(stage: stageIndex, from: from, to: version.name))
             }
-            warnings += Self.probableRenames(from: previous, to: current, schema: version.name)
+            let renames = Self.probableRenames(from: previous, to: current, schema: version.name)
+            warnings += renames
+            let renamed = Set(renames.compactMap(\.renamedAttribute))
+            for drop in Self.droppedValues(from: previous, to: current, rewritten: rewritten) {
+                step.dropped.append((drop.oldEntity, drop.property))
+                // A probable rename's warning already says its values are dropped.
+                if let property = drop.property, renamed.contains("\(drop.entity).\(property)") { continue }
+                warnings.append(.dropsStoredValues(schema: version.name, entity: drop.entity, property: drop.property,
+                                                   probableMove: drop.probableMove))
+            }
             steps.append(step)
         }
         self.steps = steps
         self.warnings = warnings
+    }
+
+    /// The probable renames of a step, as hints for its error.
+    private static func renameHints(_ step: Step) -> [String] {
+        SchemaDifference.probableRenames(in: step.differences).map {
+            "[probable rename] " + SchemaDifference.renameHint(entity: $0.entity, removed: $0.removed, added: $0.added)
+        }
+    }
+
+    /// Checks a custom stage's transforms against the two versions — each source an entity of
+    /// the old version, each target one of the new version that is its source (the same id) or
+    /// new in it, no two with one target — as the stage would when it runs. Returns the
+    /// targets' names in the new version.
+    private static func checkTransforms(_ transforms: [RecordTransform], stage: Int, from old: CatalogVersion, fromName: String,
+                                        to new: CatalogVersion, toName: String) throws(MigrationPlanError) -> Set<String> {
+        var targets: Set<UInt32> = []
+        var names: Set<String> = []
+        for transform in transforms {
+            func fail(_ reason: String) -> MigrationPlanError {
+                .transformNotPossible(stage: stage, source: transform.sourceEntity, target: transform.targetEntity, reason: reason)
+            }
+            guard let source = old.entity(named: transform.sourceEntity) else {
+                throw fail("\(fromName) has no entity \(transform.sourceEntity): read records of the stage's fromVersion")
+            }
+            guard let target = new.entity(named: transform.targetEntity) else {
+                throw fail("\(toName) has no entity \(transform.targetEntity): write records of the stage's toVersion")
+            }
+            guard target.id == source.id || old.entity(id: target.id) == nil else {
+                throw fail("\(transform.targetEntity) exists in \(fromName) and is not \(transform.sourceEntity): a transform writes "
+                    + "into its own entity or one new in \(toName); rewrite \(transform.targetEntity) with a transform of its own")
+            }
+            guard targets.insert(target.id).inserted else {
+                throw fail("two transforms of the stage write \(transform.targetEntity); one transform per target entity")
+            }
+            names.insert(target.name)
+        }
+        return names
+    }
+
+    /// A warning for every attribute, relationship and entity whose stored values the step
+    /// drops (removed from an entity no transform of the step reads, or a removed entity no
+    /// transform reads), with a probable move: the same name and type new in another entity —
+    /// a sub-entity (data moving down a new hierarchy) or any other.
+    private static func droppedValues(from old: CatalogVersion, to new: CatalogVersion, rewritten: Set<UInt32>)
+        -> [(oldEntity: String, entity: String, property: String?, probableMove: String?)] {
+        var dropped: [(oldEntity: String, entity: String, property: String?, probableMove: String?)] = []
+        for before in old.entities where !rewritten.contains(before.id) {
+            guard let entity = new.entity(id: before.id) else {
+                dropped.append((before.name, before.name, nil, nil))
+                continue
+            }
+            let kept = Set(new.resolvedAttributes(ofEntity: entity.id).map(\.id))
+            for attribute in old.resolvedAttributes(ofEntity: before.id) where !kept.contains(attribute.id) {
+                dropped.append((before.name, entity.name, attribute.name, probableMove(of: attribute, from: entity, old: old, new: new)))
+            }
+            let keptRelationships = Set(new.resolvedRelationships(ofEntity: entity.id).map(\.id))
+            for relationship in old.resolvedRelationships(ofEntity: before.id) where !keptRelationships.contains(relationship.id) {
+                dropped.append((before.name, entity.name, relationship.name, nil))
+            }
+        }
+        return dropped
+    }
+
+    /// Where a dropped attribute probably moved: an attribute of its name and type that another
+    /// entity of the new version gains (new to it), sub-entities of `entity` first.
+    private static func probableMove(of attribute: CatalogAttribute, from entity: CatalogEntity, old: CatalogVersion,
+                                     new: CatalogVersion) -> String? {
+        let candidates = new.entities.filter { other in
+            guard other.id != entity.id,
+                  let match = new.resolvedAttributes(ofEntity: other.id).first(where: { $0.name == attribute.name && $0.type == attribute.type })
+            else { return false }
+            return !(old.entity(id: other.id).map { old.resolvedAttributes(ofEntity: $0.id).contains { $0.id == match.id } } ?? false)
+        }
+        let isSub = { (other: CatalogEntity) in new.ancestry(ofEntity: other.id).contains { $0.id == entity.id } }
+        guard let target = candidates.first(where: isSub) ?? candidates.first else { return nil }
+        return "\(target.name).\(attribute.name)" + (isSub(target) ? " (\(target.name) is a sub-entity of \(entity.name))" : "")
     }
 
     /// Attributes of one entity removed while one of the same type is added (ids, so a rename

@@ -45,9 +45,10 @@ extension MigrationRunner {
             }
             targets.append(target)
         }
-        let insertable = Set(targets).union(newBinding.version.entities.map(\.id).filter { oldBinding.version.entity(id: $0) == nil })
         // Progress: every source entity's records, those already in shadow trees done.
         let start = try translatingErrors { try records.snapshot().root }
+        let sources = try transforms.map { try oldBinding.entityID(of: $0.sourceEntity) }
+        let inserts = MigrationInsertState(old: oldBinding.version, new: newBinding, sources: sources, targets: targets, root: start)
         meter.recordsTotal = transforms.reduce(0) { total, transform in
             total + ((try? oldBinding.entityID(of: transform.sourceEntity)).flatMap { start.entities[$0]?.tree.count } ?? 0)
         }
@@ -64,7 +65,7 @@ extension MigrationRunner {
             let session = RecordEncodingSession(layout: newBinding.layout(of: target))
             let environment = { (transaction: RecordTransaction) in
                 TransformEnvironment(old: oldBinding, oldLayout: oldBinding.layout(of: source), new: newBinding, session: session,
-                                     writer: MigrationWriter(binding: newBinding, transaction: transaction, insertable: insertable))
+                                     writer: MigrationWriter(binding: newBinding, transaction: transaction, state: inserts))
             }
             // A pure transform runs on the other cores too (`RecordTransform.mapConcurrently`).
             let workers = TransformPipeline.workerCount(cores: ProcessInfo.processInfo.activeProcessorCount)
@@ -75,7 +76,7 @@ extension MigrationRunner {
                     TransformEnvironment(old: oldBinding, oldLayout: RecordLayout(privateCopyOf: oldBinding.layout(of: source)),
                                          new: newBinding,
                                          session: RecordEncodingSession(layout: RecordLayout(privateCopyOf: newBinding.layout(of: target))),
-                                         writer: MigrationWriter(binding: newBinding, transaction: nil, insertable: []))
+                                         writer: MigrationWriter(binding: newBinding, transaction: nil, state: nil))
                 }
             }
             defer { pipeline?.shutDown() }
@@ -114,7 +115,9 @@ extension MigrationRunner {
                         // the record quarantined (kept as it was, with why).
                         func deliver(_ id: UInt64, _ old: UnsafeRawBufferPointer, _ outcome: Result<UnsafeRawBufferPointer?, any Error>) throws {
                             switch outcome {
-                            case .success(let new?): try tree.insert(id, raw: new)
+                            case .success(let new?):
+                                try tree.insert(id, raw: new)
+                                if inserts.tracksDeliveries(into: target) { try inserts.delivered(new, id: id, entityID: target) }
                             case .success(nil): break
                             case .failure(let error):
                                 guard rejected == .quarantine else {
@@ -130,6 +133,11 @@ extension MigrationRunner {
                         func deliverWritten(_ ids: UnsafeBufferPointer<UInt64>, _ bytes: UnsafeRawBufferPointer, _ start: Int,
                                             _ ends: UnsafeBufferPointer<Int>) throws {
                             try tree.insert(ids: ids, bytes: bytes, start: start, ends: ends)
+                            guard inserts.tracksDeliveries(into: target) else { return }
+                            for index in 0..<ids.count {
+                                let from = index == 0 ? start : ends[index - 1]
+                                try inserts.delivered(UnsafeRawBufferPointer(rebasing: bytes[from..<ends[index]]), id: ids[index], entityID: target)
+                            }
                         }
                         var last: UInt64 = 0
                         let reader = snapshot.reader(for: source)
@@ -175,6 +183,8 @@ extension MigrationRunner {
             reportDurable()
             if readsWhole && !sawOverflow { withoutOverflow.insert(sourceRoot) }
         }
+        // Declared inverses follow what the transforms wrote (invariant 32).
+        try attributing(.transform) { try maintainInverses(records: records, version: newBinding.version) }
         return (newBinding.version, withoutOverflow)
     }
 }

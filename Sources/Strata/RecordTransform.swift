@@ -148,7 +148,9 @@ public struct RecordTransform {
                 throw StrataError.recordCoding(reason: "writing \(New.self) of the new version: \(error)")
             }
         }
-        return kept ? encoded : nil
+        guard kept else { return nil }
+        // An identifier a dry run handed out and app code kept is never stored (MigrationWriter).
+        return try environment.writer.resolvingDryRunIDs(in: encoded) ?? encoded
     }
 }
 
@@ -172,50 +174,5 @@ struct TransformEnvironment {
         self.new = new
         self.session = session
         self.writer = writer
-    }
-}
-
-/// Inserts records of the new version from inside a ``RecordTransform`` — into an entity the
-/// new version adds, or into the transform's own target entity. They are written with the
-/// batch that is running and become visible with the stage's switch. Valid only during the
-/// transform call it was handed to.
-public final class MigrationWriter {
-    let binding: SchemaBinding
-    /// Nil in a dry run's sample, where inserts are skipped.
-    let transaction: RecordTransaction?
-    /// Entity ids the stage may insert into (new in the target version, or a transform's target).
-    let insertable: Set<UInt32>
-
-    init(binding: SchemaBinding, transaction: RecordTransaction?, insertable: Set<UInt32>) {
-        self.binding = binding
-        self.transaction = transaction
-        self.insertable = insertable
-    }
-
-    /// Inserts a record of the new version; returns its identifier.
-    /// - Throws: `StrataError.unknownEntity` when the new version has no entity for `Record`,
-    ///   `.invalidSchema` when the entity exists in the old version and is no transform's
-    ///   target (its old records are not being rewritten), `.recordCoding`.
-    @discardableResult
-    public func insert<Record: PersistentRecord>(_ record: Record) throws -> RecordID<Record> {
-        let encoded: (entityID: UInt32, bytes: [UInt8])
-        do { encoded = try binding.encode(record) } catch SchemaBindingError.unknownEntity {
-            throw StrataError.unknownEntity(Record.entityName)
-        } catch {
-            throw StrataError.recordCoding(reason: "\(error)")
-        }
-        guard let transaction else { return RecordID(rawValue: 0) }  // a dry run writes nothing
-        guard insertable.contains(encoded.entityID) else {
-            throw StrataError.invalidSchema(reason: "a transform inserted a \(Record.entityName), an entity the old version has "
-                + "and no transform of this stage rewrites; insert only into new entities or a transform's target")
-        }
-        let tree = transaction.shadowTree(for: encoded.entityID, schemaVersion: binding.versionID)
-        var id: UInt64 = 0
-        transaction.updateMigration { marker in
-            id = marker.shadows[encoded.entityID]?.nextRowID ?? 1
-            marker.shadows[encoded.entityID]?.nextRowID = id + 1
-        }
-        try translatingErrors { try tree.insert(id, bytes: encoded.bytes) }
-        return RecordID(rawValue: id)
     }
 }

@@ -343,13 +343,10 @@ struct MigrationRunner {
     /// Every entity whose change needs its records rewritten must be a transform's target.
     private static func checkRewrites(from old: CatalogVersion, to new: CatalogVersion, transforms: [RecordTransform]) throws {
         let targets = Set(transforms.map(\.targetEntity))
-        let blocking = new.differences(from: old).filter { difference in
-            if case .uniqueAdded = difference.change { return false }
-            return !difference.isLightweight && !targets.contains(difference.entity)
-        }
+        let blocking = new.differences(from: old).filter { $0.isBlocking && !targets.contains($0.entity) }
         guard blocking.isEmpty else {
             throw StrataError.schemaMismatch(stored: "\(old.schemaVersion)", current: "\(new.schemaVersion)",
-                                             differences: blocking.map { "[needs a RecordTransform of \($0.entity)] \($0.description)" })
+                                             differences: SchemaDifference.explained(blocking))
         }
     }
 

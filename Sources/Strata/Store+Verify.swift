@@ -65,3 +65,23 @@ extension Store {
         try await runOffTheCooperativePool { try self.verify() }
     }
 }
+
+extension Store {
+    /// Stores `values` (by property name of the bound version) as record `id` of `entity`,
+    /// past every check a save makes — unique ids in a hierarchy, inverses, references: for
+    /// tests of ``verify()``, which must find what this leaves.
+    package func insertUnchecked(entity: String, id: UInt64, values: [String: Value]) throws {
+        let entityID = try binding.entityID(of: entity)
+        let properties = binding.version.resolvedAttributes(ofEntity: entityID).map { ($0.name, $0.id) }
+            + binding.version.resolvedRelationships(ofEntity: entityID).map { ($0.name, $0.id) }
+        let ids = Dictionary(properties, uniquingKeysWith: { first, _ in first })
+        var fields: [UInt32: Value] = [:]
+        for (name, value) in values {
+            guard let id = ids[name] else { throw StrataError.invalidSchema(reason: "\(entity) has no property \(name)") }
+            fields[id] = value
+        }
+        try translatingErrors {
+            try records.write { try $0.tree(for: entityID, schemaVersion: binding.versionID).insert(id, bytes: RecordCodec.encode(fields)) }
+        }
+    }
+}

@@ -108,8 +108,8 @@ public enum StrataError: Error, Sendable, Equatable, CustomStringConvertible {
         case .closed: "the store is closed"
         case .duplicateRecordID(let id): "a record with id \(id) already exists"
         case .schemaMismatch(let stored, let current, let differences):
-            "the store's schema (version \(stored)) differs from the app's (version \(current)) in ways that need a migration plan: "
-                + differences.joined(separator: "; ")
+            "the store's schema (version \(stored)) differs from the app's (version \(current)) in ways that old records cannot be read "
+                + "through: " + differences.joined(separator: "; ")
         case .invalidSchema(let reason): "invalid schema: \(reason)"
         case .unknownEntity(let name): "the store's schema has no entity \(name)"
         case .recordCoding(let reason): reason
@@ -150,8 +150,7 @@ public enum StrataError: Error, Sendable, Equatable, CustomStringConvertible {
         case .unknownEntity(let name): self = .unknownEntity(name)
         case .recordCoding(let reason): self = .recordCoding(reason: reason)
         case .schemaMismatch(let stored, let current, let differences):
-            self = .schemaMismatch(stored: stored, current: current,
-                                   differences: differences.map { ($0.isLightweight ? "" : "[needs migration] ") + $0.description })
+            self = .schemaMismatch(stored: stored, current: current, differences: SchemaDifference.explained(differences))
         case .uniqueConstraintViolation(let entity, let attribute, let recordID, let existingID):
             self = .uniqueConstraintViolation(entity: entity, attribute: attribute, existing: "records \(existingID) and \(recordID)")
         }

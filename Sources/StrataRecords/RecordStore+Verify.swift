@@ -37,23 +37,36 @@ extension RecordStore {
             }
         }
         // The catalog.
+        var newest: CatalogVersion?
         do {
             if let bytes = try snapshot.catalogBytes() {
-                do { try SchemaCatalog.decode(bytes).checkInvariants() } catch { problem("schema catalog: \(error.reason)", page: root.catalogPageID) }
+                do {
+                    let catalog = try SchemaCatalog.decode(bytes)
+                    try catalog.checkInvariants()
+                    newest = catalog.latest
+                } catch { problem("schema catalog: \(error.reason)", page: root.catalogPageID) }
             } else if !root.entities.isEmpty {
                 problem("records are stored but there is no schema catalog", page: StoreRoot.pageID)
             }
         } catch {
             report(error, "schema catalog")
         }
+        // Ids come from the counter of the entity's hierarchy (the highest of its entities'):
+        // a record of a sub-entity may hold an id its own entity's counter never handed out.
+        var nextIDs: [UInt32: UInt64] = [:]
+        for (entityID, entity) in root.entities {
+            let top = newest?.ancestry(ofEntity: entityID).first?.id ?? entityID
+            nextIDs[top] = max(nextIDs[top] ?? 0, entity.nextRowID)
+        }
         // Record trees.
         for (entityID, entity) in root.entities.sorted(by: { $0.key < $1.key }) {
+            let nextID = nextIDs[newest?.ancestry(ofEntity: entityID).first?.id ?? entityID] ?? entity.nextRowID
             var count: UInt64 = 0
             var previous: UInt64 = 0
             do {
                 try snapshot.reader(for: entityID).scan(from: 0, mapped: false) { id, bytes in
                     if id <= previous { problem("entity \(entityID): record \(id) follows record \(previous)", page: entity.tree.rootPageID) }
-                    if id >= entity.nextRowID { problem("entity \(entityID): record \(id) is not below the next id \(entity.nextRowID)", page: StoreRoot.pageID) }
+                    if id >= nextID { problem("entity \(entityID): record \(id) is not below the next id \(nextID)", page: StoreRoot.pageID) }
                     do { _ = try RecordCodec.decode(bytes) } catch let error as FormatError {
                         problem("entity \(entityID), record \(id): \(error.reason)", page: entity.tree.rootPageID)
                     }
@@ -68,6 +81,10 @@ extension RecordStore {
                 problem("entity \(entityID): the tree holds \(count) records, its root says \(entity.tree.count)", page: StoreRoot.pageID)
             }
             result.records += Int(count)
+        }
+        // The record graph: ids unique per hierarchy, inverses listing their links back.
+        if let newest {
+            do { try verifyGraph(snapshot, version: newest) { problem($0) } } catch { report(error, "record graph") }
         }
         // Indexes: entries ascending, each its record's key; as many as records (invariant 19).
         for (id, index) in root.indexes.sorted(by: { $0.key < $1.key }) {

@@ -34,8 +34,8 @@ package enum SchemaBindingError: Error, Equatable, Sendable, CustomStringConvert
         case .unknownEntity(let name): "the schema has no entity named \(name)"
         case .recordCoding(let reason): reason
         case .schemaMismatch(let stored, let current, let differences):
-            "the store's schema (version \(stored)) differs from the app's (version \(current)) in ways that need a migration plan: "
-                + differences.map { ($0.isLightweight ? "" : "[needs migration] ") + $0.description }.joined(separator: "; ")
+            "the store's schema (version \(stored)) differs from the app's (version \(current)) in ways that old records cannot be read "
+                + "through: " + SchemaDifference.explained(differences).joined(separator: "; ")
         case .uniqueConstraintViolation(let entity, let attribute, let recordID, let existingID):
             "\(entity).\(attribute) cannot become unique: records \(existingID) and \(recordID) hold the same value"
         }
@@ -231,14 +231,10 @@ extension RecordStore {
                 }
                 if let previous = catalog.latest, previous.id != version.id {
                     let differences = version.differences(from: previous)
-                    func blocks(_ difference: SchemaDifference) -> Bool {
-                        if case .uniqueAdded = difference.change { return false }  // checked by the index build
-                        return !difference.isLightweight
-                    }
-                    if differences.contains(where: blocks) {
+                    // A new unique constraint does not block: the index build checks it.
+                    if differences.contains(where: \.isBlocking) {
                         throw SchemaBindingError.schemaMismatch(
-                            stored: "\(previous.schemaVersion)", current: "\(version.schemaVersion)",
-                            differences: differences.filter { !$0.isLightweight } + differences.filter(\.isLightweight))
+                            stored: "\(previous.schemaVersion)", current: "\(version.schemaVersion)", differences: differences)
                     }
                 }
                 catalog = registered.catalog

@@ -10,8 +10,8 @@ package struct SchemaDifference: Hashable, Sendable, CustomStringConvertible {
         /// read through the new hierarchy; nil when they can (an entity without a parent
         /// adopting new ancestors whose inherited properties keep the entity's ids).
         case parentChanged(from: String?, to: String?, blocker: String?)
-        case attributeAdded(attribute: String, optional: Bool, hasDefault: Bool)
-        case attributeRemoved(attribute: String)
+        case attributeAdded(attribute: String, type: AttributeType, optional: Bool, hasDefault: Bool)
+        case attributeRemoved(attribute: String, type: AttributeType)
         case attributeRenamed(attribute: String, from: String)
         case attributeTypeChanged(attribute: String, from: AttributeType, to: AttributeType)
         /// A plain attribute (`from`: bool, int, …) became codable (`to`) under the same id:
@@ -55,7 +55,7 @@ package struct SchemaDifference: Hashable, Sendable, CustomStringConvertible {
     /// under the same id is lightweight unless it is unique or indexed.
     package var isLightweight: Bool {
         switch change {
-        case .attributeAdded(_, let optional, let hasDefault): optional || hasDefault
+        case .attributeAdded(_, _, let optional, let hasDefault): optional || hasDefault
         case .attributeTypeChanged(_, let from, let to):
             // Only a codable attribute's type name may change: its stored form (JSON) is the same kind.
             if case .codable = from, case .codable = to { true } else { false }
@@ -73,7 +73,7 @@ package struct SchemaDifference: Hashable, Sendable, CustomStringConvertible {
     private static func codableHint(from: AttributeType, to: AttributeType) -> String {
         guard case .codable(let typeName) = to else { return "" }
         if case .codable = from { return "" }
-        return " (\(typeName) does not decode from a single \(from) value; use a custom stage)"
+        return " (\(typeName) does not decode from a single \(from) value)"
     }
 
     /// Whether an app with the *older* version can read records written under the newer one
@@ -92,9 +92,9 @@ package struct SchemaDifference: Hashable, Sendable, CustomStringConvertible {
         case .entityRenamed(let from): "entity \(from) renamed \(entity)"
         case .parentChanged(let from, let to, let blocker):
             "entity \(entity): parent \(from ?? "none") became \(to ?? "none")" + (blocker.map { " (\($0))" } ?? "")
-        case .attributeAdded(let name, let optional, let hasDefault):
+        case .attributeAdded(let name, _, let optional, let hasDefault):
             "\(entity).\(name) added" + (optional ? " (optional)" : hasDefault ? " (with a default)" : " (required, no default)")
-        case .attributeRemoved(let name): "\(entity).\(name) removed"
+        case .attributeRemoved(let name, _): "\(entity).\(name) removed"
         case .attributeRenamed(let name, let from): "\(entity).\(from) renamed \(name)"
         case .attributeTypeChanged(let name, let from, let to):
             "\(entity).\(name) changed type from \(from) to \(to)" + Self.codableHint(from: from, to: to)
@@ -232,7 +232,8 @@ extension CatalogVersion {
                                                                                                 from: sameName.type, to: attribute.type)))
                 } else {
                     result.append(SchemaDifference(entity: entity, change: .attributeAdded(
-                        attribute: attribute.name, optional: attribute.isOptional, hasDefault: !attribute.defaultValue.isNull)))
+                        attribute: attribute.name, type: attribute.type, optional: attribute.isOptional,
+                        hasDefault: !attribute.defaultValue.isNull)))
                 }
                 continue
             }
@@ -257,7 +258,7 @@ extension CatalogVersion {
             if before.isIndexed && !attribute.isIndexed { note(.indexRemoved(attribute: attribute.name)) }
         }
         for attribute in old where !newIDs.contains(attribute.id) && !retyped.contains(attribute.name) {
-            result.append(SchemaDifference(entity: entity, change: .attributeRemoved(attribute: attribute.name)))
+            result.append(SchemaDifference(entity: entity, change: .attributeRemoved(attribute: attribute.name, type: attribute.type)))
         }
         return result
     }

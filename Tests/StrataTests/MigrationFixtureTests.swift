@@ -839,11 +839,12 @@ extension MigrationFixtureTests {
     /// and the difference is a type change (Docs/Migrations.md).
     @Test func makingAnAttributeAKeyedCodableIsRefusedAndChangesNothing() throws {
         let v1 = "FixtureV1 (1.0.0)", v2 = "FixtureV2CodableKeyed (2.0.0)"
-        let blocking = "Legacy.code changed type from int to codable(Code) (Code does not decode from a single int value; use a custom stage)"
+        let blocking = "[needs migration] Legacy.code changed type from int to codable(Code) (Code does not decode from a single int value)"
+            + " — fix: stored values do not read as the new type: rewrite Legacy in a custom stage with a RecordTransform of Legacy (Docs/Migrations.md)"
         try Self.expectRefused(FixtureV2CodableKeyed.self, automatic: FixtureCodableKeyedPlan.self, declared: FixtureCodableKeyedDeclaredPlan.self,
                                unreachable: .unreachableVersion(schema: v2, from: v1, differences: [blocking]),
                                notLightweight: .stageNotLightweight(stage: 0, from: v1, to: v2, differences: [blocking]),
-                               mismatch: .schemaMismatch(stored: "1.0.0", current: "2.0.0", differences: ["[needs migration] " + blocking]))
+                               mismatch: .schemaMismatch(stored: "1.0.0", current: "2.0.0", differences: [blocking]))
     }
 
     /// The seeds' custom case: Person.nameLength (required, no default) computed from name by

@@ -149,6 +149,8 @@ import StrataTestSupport
 enum SplitOnlyPlan: SchemaMigrationPlan {
     static var schemas: [any VersionedSchema.Type] { [PeopleStray.self, PeopleSplitNames.self] }
     static var stages: [MigrationStage] {
-        [.custom(fromVersion: PeopleStray.self, toVersion: PeopleSplitNames.self, willMigrate: nil, didMigrate: nil)]
+        [.custom(fromVersion: PeopleStray.self, toVersion: PeopleSplitNames.self, transforms: [
+            .map(PeopleStray.Person.self, to: PeopleSplitNames.Person.self) { PeopleSplitNames.Person(lastName: $0.fullName, firstName: "", age: 0) },
+        ])]
     }
 }

@@ -98,7 +98,8 @@ struct Pet: PersistentRecord, Equatable {
             Issue.record("an incompatible schema was accepted")
         } catch StrataError.schemaMismatch(let stored, let current, let differences) {
             #expect(stored == "1.0.0" && current == "2.0.0")
-            #expect(differences == ["[needs migration] Person.age changed type from int to double"])
+            #expect(differences == ["[needs migration] Person.age changed type from int to double — fix: stored values do not read as the "
+                + "new type: rewrite Person in a custom stage with a RecordTransform of Person (Docs/Migrations.md)"])
         }
         // Refused without a trace: the old schema still opens.
         try Store(at: folder, for: [Person.self]).close()
