@@ -15,6 +15,11 @@ extension PersistentRecord {
         let typeName = String(describing: Self.self)
         var discovered = try EntityDiscovery.attributes(of: Self.self)
         let names = Set(discovered.map(\.name))
+        let keyed = try keyPathCustomizations(attributes: discovered.map(\.name))
+        let attributeOptions = Self.attributeOptions.merging(keyed.options) { _, byKeyPath in byKeyPath }
+        let attributeDefaults = Self.attributeDefaults.merging(keyed.defaults) { _, byKeyPath in byKeyPath }
+        let originalAttributeNames = Self.originalAttributeNames.merging(keyed.originalNames) { _, byKeyPath in byKeyPath }
+        let relationshipRules = Self.relationshipRules.merging(keyed.rules) { _, byKeyPath in byKeyPath }
         let customized = Set(attributeOptions.keys).union(attributeDefaults.keys).union(originalAttributeNames.keys)
             .union(relationshipRules.keys)
         if let unknown = customized.subtracting(names).sorted().first {
@@ -44,6 +49,21 @@ extension PersistentRecord {
         }
         return Entity(entityName, parent: parentRecordType?.entityName, isAbstract: isAbstractEntity,
                       originalName: originalEntityName, attributes: attributes, relationships: relationships)
+    }
+
+    /// The customizations keyed by key path, keyed by attribute name (``KeyPathNames``).
+    private static func keyPathCustomizations(attributes: [String]) throws(RecordCodingError)
+        -> (options: [String: Attribute.Options], defaults: [String: Value], originalNames: [String: String], rules: [String: RelationshipRule])
+    {
+        let options = attributeOptionsByKeyPath, defaults = attributeDefaultsByKeyPath
+        let originalNames = originalAttributeNamesByKeyPath, rules = relationshipRulesByKeyPath
+        let keyPaths = Array(options.keys) + Array(defaults.keys) + Array(originalNames.keys) + Array(rules.keys)
+        guard !keyPaths.isEmpty else { return ([:], [:], [:], [:]) }
+        let names = try KeyPathNames.names(of: keyPaths, in: Self.self, attributes: attributes)
+        func byName<V>(_ values: [PartialKeyPath<Self>: V]) -> [String: V] {
+            Dictionary(values.compactMap { keyPath, value in names[keyPath].map { ($0, value) } }, uniquingKeysWith: { first, _ in first })
+        }
+        return (byName(options), byName(defaults), byName(originalNames), byName(rules))
     }
 
     /// The properties of `discovered` that `parent` (a record type, which itself repeats its

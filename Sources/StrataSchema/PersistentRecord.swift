@@ -50,6 +50,17 @@ public protocol PersistentRecord: Codable {
     /// The inverse and delete rule per relationship property name (see ``RelationshipRule``).
     /// A relationship not listed has no inverse and the delete rule `.nullify`. Default: none.
     static var relationshipRules: [String: RelationshipRule] { get }
+    /// ``attributeOptions`` keyed by key path, which the compiler checks:
+    /// `[\.fullName: [.unique]]`. Merged with ``attributeOptions`` (declare each attribute in
+    /// one of the two). Default: none.
+    static var attributeOptionsByKeyPath: [PartialKeyPath<Self>: Attribute.Options] { get }
+    /// ``attributeDefaults`` keyed by key path: `[\.isFavorite: false]`. Default: none.
+    static var attributeDefaultsByKeyPath: [PartialKeyPath<Self>: Value] { get }
+    /// ``originalAttributeNames`` keyed by key path: `[\.title: "name"]`. Default: none.
+    static var originalAttributeNamesByKeyPath: [PartialKeyPath<Self>: String] { get }
+    /// ``relationshipRules`` keyed by key path: `[\.pets: RelationshipRule(inverse: "owner")]`.
+    /// Default: none.
+    static var relationshipRulesByKeyPath: [PartialKeyPath<Self>: RelationshipRule] { get }
     /// The record type whose entity this type's entity inherits from, or nil (the default).
     /// The type must repeat every property of the parent type with the same type.
     static var parentRecordType: (any PersistentRecord.Type)? { get }
@@ -92,6 +103,14 @@ extension PersistentRecord {
     public static var originalAttributeNames: [String: String] { [:] }
     /// No rules: no inverses, delete rule `.nullify`.
     public static var relationshipRules: [String: RelationshipRule] { [:] }
+    /// None.
+    public static var attributeOptionsByKeyPath: [PartialKeyPath<Self>: Attribute.Options] { [:] }
+    /// None.
+    public static var attributeDefaultsByKeyPath: [PartialKeyPath<Self>: Value] { [:] }
+    /// None.
+    public static var originalAttributeNamesByKeyPath: [PartialKeyPath<Self>: String] { [:] }
+    /// None.
+    public static var relationshipRulesByKeyPath: [PartialKeyPath<Self>: RelationshipRule] { [:] }
     /// No parent.
     public static var parentRecordType: (any PersistentRecord.Type)? { nil }
     /// Not abstract.

@@ -127,7 +127,10 @@ enum MigrationWorkloads {
         summary: "open 1M PersonRecords with a version splitting fullName (custom stage, streaming transform) vs. SQLite ALTER + UPDATE",
         run: runSplit,
         parts: parts(migrate: migrateSplitPart, prefix: "split").merging(
-            allSizes.map { size -> (String, Workload.Part) in ("sqlite-\(size)", { context in try sqliteSplit(context, count: size) }) },
+            allSizes.flatMap { size -> [(String, Workload.Part)] in [
+                ("sqlite-\(size)", { context in try sqliteSplit(context, count: size) }),
+                ("estimate-\(size)", { context in try estimateSplit(context, count: size) }),
+            ] },
             uniquingKeysWith: { first, _ in first })
     )
 
@@ -193,7 +196,7 @@ enum MigrationWorkloads {
 
     static func runSplit(_ context: WorkloadContext) throws -> WorkloadResult {
         var rows: [(size: Int, seconds: Double, sqlite: Double, peak: UInt64, sqlitePeak: UInt64, ratios: [Double],
-                    deferredSeconds: Double, bytesBefore: UInt64, bytesMigrated: UInt64, bytesCompacted: UInt64)] = []
+                    deferredSeconds: Double, bytesBefore: UInt64, bytesMigrated: UInt64, bytesCompacted: UInt64, estimate: Double)] = []
         for size in sizes(context.scale) {
             // Pairs of runs, the side that goes first alternating, each on a store built anew:
             // one run of each side is at the mercy of a noisy machine (single runs gave ratios
@@ -201,6 +204,7 @@ enum MigrationWorkloads {
             let pairs = size >= 5_000_000 ? 1 : splitPairs
             var strata: [(seconds: Double, peak: UInt64)] = [], sqlite: [(seconds: Double, peak: UInt64)] = []
             var deferred: [(seconds: Double, before: UInt64, migrated: UInt64, compacted: UInt64)] = []
+            var estimates: [Double] = []
             func runSQLite() throws {
                 try? FileManager.default.removeItem(atPath: context.path("sqlite-\(size)"))
                 context.progress("SQLite: \(size) persons, then ALTER TABLE ×2 + UPDATE in one transaction (in a process of its own)")
@@ -211,6 +215,8 @@ enum MigrationWorkloads {
                 try? FileManager.default.removeItem(atPath: context.path("strata-\(size)"))
                 context.progress("building \(size) persons (version 1, not timed)")
                 let built = try context.runPartProcess("build-\(size)")
+                context.progress("Store.dryRun's estimate (not timed, in a process of its own)")
+                estimates.append(try context.runPartProcess("estimate-\(size)").double("estimated_seconds"))
                 context.progress("opening with the split version (timed, in a process of its own)")
                 sync()
                 let report = try context.runPartProcess("split-\(size)")
@@ -223,13 +229,14 @@ enum MigrationWorkloads {
                          strata.map(\.peak).max() ?? 0, sqlite.map(\.peak).max() ?? 0,
                          zip(strata, sqlite).map { $0.seconds / $1.seconds },
                          Measurements.median(deferred.map(\.seconds)), deferred.last?.before ?? 0, deferred.last?.migrated ?? 0,
-                         deferred.last?.compacted ?? 0))
+                         deferred.last?.compacted ?? 0, Measurements.median(estimates)))
         }
         let main = rows.first { $0.size == 1_000_000 } ?? rows[rows.count - 1]
         var result = WorkloadResult(
             workload: split.name, records: main.size, strataSeconds: main.seconds, baseline: .sqlite(seconds: main.sqlite),
             notes: rows.map { "\(count($0.size)): \(seconds($0.seconds)) vs \(seconds($0.sqlite)) (medians of \($0.ratios.count) pairs, "
-                + "ratios \(Measurements.range($0.ratios))), peak \(TreeWorkloads.memory($0.peak))" }
+                + "ratios \(Measurements.range($0.ratios))), peak \(TreeWorkloads.memory($0.peak)), "
+                + "dry-run estimate \(seconds($0.estimate)) (\(String(format: "%.2f", $0.estimate / $0.seconds)) × measured)" }
                 .joined(separator: "; ") + "; " + budgets(main.seconds)
                 + "; after the launch, compact() \(seconds(main.deferredSeconds)) (the new records' compression, the old version's "
                 + "space): store \(TreeWorkloads.size(main.bytesBefore)) → \(TreeWorkloads.size(main.bytesMigrated)) → "
@@ -246,6 +253,7 @@ enum MigrationWorkloads {
                     ("store_bytes_before", .int(Int64(clamping: $0.bytesBefore))),
                     ("store_bytes_after_migration", .int(Int64(clamping: $0.bytesMigrated))),
                     ("store_bytes_after_compact", .int(Int64(clamping: $0.bytesCompacted))),
+                    ("estimated_seconds", .double($0.estimate)), ("estimate_ratio", .double($0.estimate / $0.seconds)),
                 ]) })),
             ])
         result.peakMemoryBytes = rows.map(\.peak).max() ?? 0  // the migrations' own processes
@@ -274,6 +282,13 @@ enum MigrationWorkloads {
                         ("compact_after_seconds", .double(deferredSeconds)),
                         ("store_bytes_after_migration", .int(Int64(clamping: bytesAfterMigration))),
                         ("store_bytes_after_compact", .int(Int64(clamping: FolderSize.bytes(at: path))))])
+    }
+
+    /// `Store.dryRun`'s estimate of the split of the store the build part made (`count` persons).
+    @Sendable static func estimateSplit(_ context: WorkloadContext, count: Int) throws -> JSONValue {
+        let estimate = try Store.dryRun(at: context.path("strata-\(count)"), schema: PersonSchemaSplit.self, migrationPlan: SplitPlan.self)
+        let duration = estimate.estimatedDuration.components
+        return .object([("estimated_seconds", .double(Double(duration.seconds) + Double(duration.attoseconds) / 1e18))])
     }
 
     /// SQLite's split of `count` persons: built untimed, then the timed transaction.
