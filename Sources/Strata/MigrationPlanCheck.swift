@@ -126,7 +126,11 @@ struct MigrationPlanCheck {
             if let (stageIndex, stage) = step.stage, !stage.hasCode, step.blocking.isEmpty {
                 warnings.append(.redundantStage(stage: stageIndex, from: from, to: version.name))
             }
-            let renames = Self.probableRenames(from: previous, to: current, schema: version.name)
+            // A transform reads the whole old record: what it drops is its author's choice.
+            let renames = Self.probableRenames(from: previous, to: current, schema: version.name).filter { warning in
+                guard case .probableRename(_, let entity, _, _) = warning, let id = current.entity(named: entity)?.id else { return true }
+                return !rewritten.contains(id)
+            }
             warnings += renames
             let renamed = Set(renames.compactMap(\.renamedAttribute))
             for drop in Self.droppedValues(from: previous, to: current, rewritten: rewritten) {

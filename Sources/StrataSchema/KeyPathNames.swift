@@ -27,6 +27,11 @@ enum KeyPathNames {
         }
         var result: [PartialKeyPath<Record>: String] = [:]
         for keyPath in keyPaths {
+            // A struct's stored property has an offset; a computed one has none.
+            if !(Record.self is AnyClass), MemoryLayout<Record>.offset(of: keyPath) == nil {
+                throw .cannotDeriveEntity(type: typeName, reason: "a key-path customization names \(keyPath), which is not a stored "
+                    + "property (a computed property?); key it by the property's name instead")
+            }
             let plain = String(reflecting: baseline[keyPath: keyPath])
             let differing = marked.filter { String(reflecting: $0.record[keyPath: keyPath]) != plain }
             guard differing.count == 1, let name = differing.first?.name else {
