@@ -38,7 +38,13 @@ extension RecordStore {
         // Inverses: every link's destination lists the source back.
         for entity in version.entities {
             for relationship in entity.relationships {
-                guard let inverseID = relationship.inverseID else { continue }
+                // Only pairs that name each other: a save maintains the other side of a
+                // relationship that names its inverse, so one named from one side only may
+                // lack links the app removed from that side.
+                guard let inverseID = relationship.inverseID,
+                      version.resolvedRelationships(ofEntity: relationship.destinationID).contains(where: {
+                          $0.id == inverseID && $0.inverseID == relationship.id
+                      }) else { continue }
                 let destinations = family(relationship.destinationID)
                 var found = 0
                 for holder in family(entity.id) {

@@ -120,26 +120,10 @@ private struct MarkingUnkeyedContainer: UnkeyedDecodingContainer {
 /// Values that differ from ``Placeholder``'s.
 private enum MarkedValue {
     static func make<T: Decodable>(_: T.Type, depth: Int) throws -> T {
-        if let scalar = scalar(T.self) as? T { return scalar }
+        if let scalar = Placeholder.scalar(T.self, marked: true) as? T { return scalar }
         if let caseIterable = T.self as? any CaseIterable.Type, let last = lastCase(of: caseIterable) as? T { return last }
         guard depth < Placeholder.maximumDepth else { throw Placeholder.TooDeep(typeName: String(describing: T.self)) }
         return try T(from: MarkingDecoder(marked: "", depth: depth + 1, markAll: true))
-    }
-
-    private static func scalar(_ type: Any.Type) -> Any? {
-        switch type {
-        case is Bool.Type: true
-        case is String.Type: "\u{1}"
-        case is Double.Type: 1.0 as Double
-        case is Float.Type: 1.0 as Float
-        case is Date.Type: Date(timeIntervalSinceReferenceDate: 1)
-        case is UUID.Type: UUID(uuid: (1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1))
-        case is Data.Type: Data([1])
-        case is [UInt8].Type: [UInt8]([1])
-        case is URL.Type: URL(fileURLWithPath: "/marked")
-        case let integer as any FixedWidthInteger.Type: integer.init(1 as Int)
-        default: nil
-        }
     }
 
     private static func lastCase<C: CaseIterable>(of _: C.Type) -> Any? { C.allCases.count > 1 ? Array(C.allCases).last : nil }

@@ -26,19 +26,22 @@ enum Placeholder {
         return try T(from: PlaceholderDecoder(depth: depth + 1))
     }
 
-    private static func scalar(_ type: Any.Type) -> Any? {
+    /// A fixed value of a scalar type, or nil for another type. `marked`: a value that differs
+    /// from the unmarked one (true, 1, "\u{1}", one second in, …; ``KeyPathNames``).
+    static func scalar(_ type: Any.Type, marked: Bool = false) -> Any? {
+        let one: UInt8 = marked ? 1 : 0
         switch type {
-        case is Bool.Type: false
-        case is String.Type: ""
-        case is Double.Type: 0.0 as Double
-        case is Float.Type: 0.0 as Float
-        case is Date.Type: Date(timeIntervalSinceReferenceDate: 0)
-        case is UUID.Type: UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0))
-        case is Data.Type: Data()
-        case is [UInt8].Type: [UInt8]()
-        case is URL.Type: URL(fileURLWithPath: "/")
-        case let integer as any FixedWidthInteger.Type: integer.init(0 as Int)
-        default: nil
+        case is Bool.Type: return marked
+        case is String.Type: return marked ? "\u{1}" : ""
+        case is Double.Type: return Double(one)
+        case is Float.Type: return Float(one)
+        case is Date.Type: return Date(timeIntervalSinceReferenceDate: Double(one))
+        case is UUID.Type: return UUID(uuid: (one, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, one))
+        case is Data.Type: return Data(marked ? [1] : [])
+        case is [UInt8].Type: return marked ? [UInt8]([1]) : [UInt8]()
+        case is URL.Type: return URL(fileURLWithPath: marked ? "/marked" : "/")
+        case let integer as any FixedWidthInteger.Type: return integer.init(Int(one))
+        default: return nil
         }
     }
 
