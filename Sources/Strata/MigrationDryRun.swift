@@ -68,6 +68,9 @@ extension Store {
     /// the stage would). A transform declared with `mapConcurrently` is modelled on the cores
     /// it would use. The per-record cost is a median of the sample's groups, so a few huge
     /// records do not skew it. A metadata-only stage costs a few milliseconds whatever the size.
+    /// A stage's `willMigrate` / `didMigrate` cannot run here: it is estimated as a backfill —
+    /// every record of each entity the step changes (and no transform writes) read and written
+    /// again as the new version's type; work of the closures' own beyond that is not seen.
     ///
     /// The sample runs the stage's transforms — nothing they insert through their
     /// `MigrationWriter` is written (see ``MigrationWriter`` for its identifiers), but any other
@@ -130,7 +133,21 @@ extension Store {
             for step in start..<plan.steps.count {
                 let name = MigrationRunner.name(ofStep: step, in: plan)
                 dropped += try countDropped(plan.steps[step].dropped, stage: name, version: step == start ? fromVersion : latest, snapshot: snapshot)
-                guard case .custom(_, _, let transforms, _, _)? = plan.steps[step].stage?.stage.kind, !transforms.isEmpty else {
+                guard case .custom(let willMigrate, let didMigrate, let transforms, _, _)? = plan.steps[step].stage?.stage.kind else {
+                    stages.append(MigrationEstimate.Stage(name: name, isMetadataOnly: true, records: 0, estimatedDuration: metadataStageCost))
+                    continue
+                }
+                // Closures cannot run in a dry run. Estimated as what a didMigrate backfill does:
+                // every record of each entity the step changes, no transform writes, read and
+                // written again as the new version's type.
+                var rewrites = transforms.map { (transform: $0, throughNewVersion: false) }
+                if willMigrate != nil || didMigrate != nil {
+                    let changed = Set(plan.steps[step].differences.map(\.entity)).subtracting(transforms.map(\.targetEntity))
+                    for type in plan.versions[step + 1].type.models where changed.contains(type.entityName) {
+                        rewrites.append((identityTransform(type), true))
+                    }
+                }
+                guard !rewrites.isEmpty else {
                     stages.append(MigrationEstimate.Stage(name: name, isMetadataOnly: true, records: 0, estimatedDuration: metadataStageCost))
                     continue
                 }
@@ -138,13 +155,14 @@ extension Store {
                 // what earlier steps write, estimated with the same counts and the first step's cost.
                 var duration = metadataStageCost
                 var count: UInt64 = 0
-                for transform in transforms {
+                for (transform, throughNewVersion) in rewrites {
                     let sourceID = try? oldBinding.entityID(of: transform.sourceEntity)
                     let records = sourceID.flatMap { snapshot.root.entities[$0]?.tree.count } ?? 0
                     count += records
                     if step == start, let sourceID {
                         let cost = try sampleCost(transform, source: sourceID, old: oldBinding, catalog: catalog,
-                                                  target: plan.versions[step + 1].schema, snapshot: snapshot, configuration: configuration)
+                                                  target: plan.versions[step + 1].schema, snapshot: snapshot, configuration: configuration,
+                                                  readsThroughNewVersion: throughNewVersion)
                         duration += cost * Double(records)
                     } else {
                         duration += (stages.last.map { $0.estimatedDuration / Double(max(1, $0.records)) } ?? .microseconds(3)) * Double(records)
@@ -154,6 +172,11 @@ extension Store {
             }
             return estimate(stored: storedVersion, stages: stages, interrupted: interrupted != nil, dropped: dropped)
         }
+    }
+
+    /// A transform writing each record of `type`'s entity back as it reads it.
+    private static func identityTransform<Record: PersistentRecord>(_ type: Record.Type) -> RecordTransform {
+        .map(type, to: type) { $0 }
     }
 
     /// Counts, in the store, the values of each dropped property (by name, in `version`).
@@ -182,12 +205,15 @@ extension Store {
     /// transform's share spread over the cores a concurrent transform gets. Zero when the
     /// entity has no record.
     private static func sampleCost(_ transform: RecordTransform, source: UInt32, old: SchemaBinding, catalog: SchemaCatalog,
-                                   target: Schema, snapshot: RecordSnapshot, configuration: Configuration) throws -> Duration {
+                                   target: Schema, snapshot: RecordSnapshot, configuration: Configuration,
+                                   readsThroughNewVersion: Bool = false) throws -> Duration {
         let registered = try catalog.register(target)
         guard let version = registered.catalog.version(id: registered.versionID),
               let targetID = try? SchemaBinding(catalog: registered.catalog, versionID: version.id, version: version).entityID(of: transform.targetEntity)
         else { return .zero }
         let new = SchemaBinding(catalog: registered.catalog, versionID: version.id, version: version)
+        // A closure's backfill reads the stored records as the new version's type.
+        let old = readsThroughNewVersion ? new : old
         let count = snapshot.root.entities[source]?.tree.count ?? 0
         let next = snapshot.root.entities[source]?.nextRowID ?? 1
         guard count > 0 else { return .zero }
