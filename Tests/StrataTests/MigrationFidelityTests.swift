@@ -163,6 +163,34 @@ enum NamesClosuresPlan: SchemaMigrationPlan {
     }
 }
 
+/// The article's V2 with its defaults declared: the closures-only split validates.
+enum NamesV2Defaults: VersionedSchema {
+    static let versionIdentifier = Schema.Version(2, 0, 0)
+    static var models: [any PersistentRecord.Type] { [Person.self] }
+    struct Person: PersistentRecord, Equatable {
+        static var entityName: String { "Person" }
+        static var attributeDefaultsByKeyPath: [PartialKeyPath<Person>: Value] { [\.firstName: "", \.lastName: ""] }
+        var fullName: String
+        var firstName: String
+        var lastName: String
+    }
+}
+
+enum NamesBackfillPlan: SchemaMigrationPlan {
+    static var schemas: [any VersionedSchema.Type] { [NamesV1.self, NamesV2Defaults.self] }
+    static var stages: [MigrationStage] {
+        [.custom(fromVersion: NamesV1.self, toVersion: NamesV2Defaults.self, willMigrate: nil, didMigrate: { context in
+            for person in try context.fetch(FetchDescriptor<NamesV2Defaults.Person>()) {
+                var record = person.record
+                let parts = record.fullName.split(separator: ",", maxSplits: 1)
+                record.lastName = parts.first.map(String.init) ?? ""
+                record.firstName = parts.count > 1 ? String(parts[1].drop { $0 == " " }) : ""
+                try context.update(person.id, to: record)
+            }
+        })]
+    }
+}
+
 /// `fullName` renamed `name` without `originalName`.
 enum NamesRenamed: VersionedSchema {
     static let versionIdentifier = Schema.Version(2, 0, 0)
@@ -386,6 +414,30 @@ enum NamesRenamedPlan: SchemaMigrationPlan {
         let store = try Store(at: folder, schema: NamesV1.self)
         try store.close()
         #expect(throws: MigrationPlanError.self) { _ = try Store(at: folder, schema: NamesV2.self, migrationPlan: NamesClosuresPlan.self) }
+    }
+
+    @Test func theClosuresOnlySplitWithDeclaredDefaultsRunsAndIsEstimatedAsABackfill() throws {
+        try NamesBackfillPlan.validate()
+        let folder = try temporaryDirectory()
+        defer { removeDirectory(folder) }
+        let names = (0..<1_500).map { $0 % 5 == 0 ? "Solo\($0)" : "Last\($0), First \($0), Jr." }
+        let old = try Store(at: folder, schema: NamesV1.self)
+        try old.write { transaction in for name in names { try transaction.insert(NamesV1.Person(fullName: name)) } }
+        try old.close()
+        let estimate = try Store.dryRun(at: folder, schema: NamesV2Defaults.self, migrationPlan: NamesBackfillPlan.self)
+        #expect(estimate.stages.map(\.records) == [1_500])
+        #expect(estimate.stages.map(\.isMetadataOnly) == [false])
+        #expect(estimate.stages[0].estimatedDuration > Duration.milliseconds(5))
+        let store = try Store(at: folder, schema: NamesV2Defaults.self, migrationPlan: NamesBackfillPlan.self)
+        defer { try? store.close() }
+        let people = try Context(store).fetch(FetchDescriptor<NamesV2Defaults.Person>())
+        #expect(people.count == names.count)
+        for (person, name) in zip(people, names) {
+            let parts = name.split(separator: ",", maxSplits: 1)
+            #expect(person.record.fullName == name)
+            #expect(person.record.lastName == String(parts[0]))
+            #expect(person.record.firstName == (parts.count > 1 ? String(parts[1].drop { $0 == " " }) : ""))
+        }
     }
 
     @Test func aRenameWithoutOriginalNameSaysTheRenameInTheErrorItself() throws {
