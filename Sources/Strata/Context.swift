@@ -588,7 +588,7 @@ public final class Context {
         }
         if unsaved { return nil }
         let snapshot = try readSnapshot()
-        for member in family where try translatingErrors({ try snapshot.reader(for: member).get(id) }) != nil { return member }
+        for member in family where try translatingErrors({ try snapshot.reader(for: member).contains(id) }) { return member }
         return nil
     }
 

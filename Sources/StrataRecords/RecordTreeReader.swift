@@ -183,6 +183,8 @@ package struct RecordTreeReader: Sendable {
         let reference = try overflowReference(stored, pageID: pageID)
         guard let first = reference.chunks.first, reference.length <= UInt64(Int.max) else { return nil }
         let length = Int(reference.length)
+        // A filter that reads no field (a constant) needs no byte.
+        if case .decided(let decided) = decide(UnsafeRawBufferPointer(start: nil, count: 0), length) { return .some(decided) }
         var answer: Bool??
         let present = try snapshot.withPartialPage(first) { page in
             // A first chunk longer than the record is damage: assembling reports it.
