@@ -175,9 +175,9 @@ package struct RecordTreeReader: Sendable {
     /// first chunk does not hold the bytes it needs (the record must then be assembled).
     ///
     /// Only the first chunk is read, as a `PartialPage` (verified as any read verifies it: its
-    /// checksums), and decompressed only up to the bytes `decide` needs — at first
-    /// `overflowPrefixProbe` bytes, then the whole chunk. The other chunks are not touched,
-    /// nothing is assembled and nothing is allocated for the record.
+    /// checksums) read with `pread` rather than through the memory map, and decompressed only
+    /// up to the bytes `decide` needs — at first `overflowPrefixProbe` bytes, then the whole
+    /// chunk. The other chunks are not touched and nothing is assembled.
     func decideOverflowed(_ stored: UnsafeRawBufferPointer, pageID: UInt64,
                           _ decide: (UnsafeRawBufferPointer, Int) -> RecordCondition.PrefixAnswer) throws -> Bool?? {
         let reference = try overflowReference(stored, pageID: pageID)
@@ -186,7 +186,9 @@ package struct RecordTreeReader: Sendable {
         // A filter that reads no field (a constant) needs no byte.
         if case .decided(let decided) = decide(UnsafeRawBufferPointer(start: nil, count: 0), length) { return .some(decided) }
         var answer: Bool??
-        let present = try snapshot.withPartialPage(first) { page in
+        // With `pread`: a chunk stored whole (codec 0 or 1) is verified by reading all of it,
+        // whose pages would otherwise stay mapped into the process, a MiB per record.
+        let present = try snapshot.withPartialPage(first, mapped: false) { page in
             // A first chunk longer than the record is damage: assembling reports it.
             guard page.count <= length else { return }
             var extent = min(page.count, Self.overflowPrefixProbe)
