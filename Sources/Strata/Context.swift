@@ -539,28 +539,30 @@ public final class Context {
     /// sides (so it holds no null keys, no NaN after +∞ and no key of another kind); the
     /// value a record lacking the attribute reads as is the index's default (the key it is
     /// indexed by), and is not null unless the condition is equalities only (a missing value
-    /// is then never equal). Entries whose keys were stored cut are still re-checked
+    /// is then never equal); a record lacking an attribute without default that does not
+    /// decode without it is keyed null, outside the range, and not counted (a fetch would
+    /// throw on it). Entries whose keys were stored cut are still re-checked
     /// (`scanIndexExactly`). Strings and data compare as index keys order them: by canonical
     /// equivalence and NFC bytes (invariant 19, `IndexKey`), as Swift compares them.
     static func indexIsExact(for condition: RecordCondition, attributeID: UInt32, range: IndexRange, defaultKey: [UInt8]) -> Bool {
         var constants: [Value] = []
         var equalitiesOnly = true
-        var absentValue: Value?
+        var absentValue: Value??
         func collect(_ condition: RecordCondition) -> Bool {
             switch condition {
             case .and(let a, let b): return collect(a) && collect(b)
             case .compare(let id, let comparison, let constant, let absent) where id == attributeID && comparison != .notEqual:
-                guard let absent, !constant.isNull else { return false }
+                guard !constant.isNull else { return false }
                 if case .double(let d) = constant, d.isNaN { return false }
                 if let first = absentValue, first != absent { return false }
-                absentValue = absent
+                absentValue = .some(absent)
                 if comparison != .equal { equalitiesOnly = false }
                 constants.append(constant)
                 return true
             default: return false
             }
         }
-        guard collect(condition), let first = constants.first, let absent = absentValue else { return false }
+        guard collect(condition), let first = constants.first, let absentValue else { return false }
         guard constants.allSatisfy({ $0.hasSameType(as: first) }) else { return false }
         switch first {
         case .int, .double, .date, .string: break
@@ -568,6 +570,10 @@ public final class Context {
         default: return false
         }
         guard range.lower != nil, range.upper != nil else { return false }
+        // A record lacking the attribute is keyed by the default; with none (the null key,
+        // outside the range) it does not decode (a fetch would throw) or, for an optional, is
+        // nil, which only equalities decide (false).
+        guard let absent = absentValue else { return defaultKey == IndexKey.nullKey }
         if absent.isNull { return equalitiesOnly && defaultKey == IndexKey.nullKey }
         return IndexKey.encode(absent) == defaultKey
     }

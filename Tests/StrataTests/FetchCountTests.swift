@@ -126,6 +126,14 @@ struct Tally: PersistentRecord, Equatable {
             if Bool.random(using: &random) { try context.save() }
         }
         #expect(indexedCounts > 0, "seed \(seed): no count or fetch read an index")
+
+        // A range holding most records: a fetch scans the tree, a count reads the index alone.
+        let wide = FetchDescriptor<Tally>(predicate: #Predicate { $0.rank >= 0 && $0.rank <= 140 })
+        let plans = store.fetchPlanCounts
+        let counted = try Context(store).fetchCount(wide)
+        #expect(store.fetchPlanCounts.indexed == plans.indexed + 1 && store.fetchPlanCounts.scanned == plans.scanned)
+        #expect(try counted == Context(store).fetch(wide).count)
+        #expect(store.fetchPlanCounts.scanned == plans.scanned + 1)
     }
 
     @Test func countsAcrossAnInheritanceFamily() throws {
