@@ -47,8 +47,11 @@ extension Store {
             try context.fetch(descriptor)
         }
 
-        /// How many records a descriptor selects (limit and offset applied).
-        /// - Throws: as `Context.fetch(_:)`.
+        /// How many records a descriptor selects (limit and offset applied), counted as
+        /// `Context.fetchCount(_:)` counts them: without a predicate from the store root's
+        /// record counts (no record read), with one decoding only the records the byte-level
+        /// pre-filter leaves undecided.
+        /// - Throws: as `Context.fetchCount(_:)`.
         public func fetchCount<Record: PersistentRecord>(_ descriptor: FetchDescriptor<Record>) throws -> Int {
             try context.fetchCount(descriptor)
         }

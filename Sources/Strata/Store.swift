@@ -349,4 +349,13 @@ extension Store {
 
     /// How many of those full scans read on several threads (for tests and diagnostics).
     @_spi(Engine) public var parallelScanCount: Int { fetchPlans.scannedInParallel.load(ordering: .relaxed) }
+
+    /// How this store's reads have read records stored in overflow pages since it was opened
+    /// (for tests and diagnostics): `chunksRead`, the chunk pages read whole to assemble a
+    /// record; `prefixesRead`, the records a filtered scan judged from their first bytes
+    /// (read from their first chunk only, nothing assembled).
+    @_spi(Engine) public var overflowReadCounts: (chunksRead: Int, prefixesRead: Int) {
+        let counts = records.cache.overflowReads
+        return (counts.chunksRead.load(ordering: .relaxed), counts.prefixesRead.load(ordering: .relaxed))
+    }
 }

@@ -179,9 +179,12 @@ extension Snapshot {
     /// Calls `body` with the page as a `PartialPage` — frame read in place (from the memory map
     /// on the real file system), verified, decompressed on demand into a temporary buffer;
     /// false when the snapshot has no such page. (Not generic: no type metadata per call.)
+    /// `mapped` false reads the frame with `pread` into a temporary buffer instead: for a
+    /// large frame verified whole but read in part once (an overflowed record's first chunk),
+    /// whose pages should not stay mapped into the process.
     /// - Throws: `PageLogError.corruption` when the frame fails verification; I/O errors.
-    package func withPartialPage(_ pageID: UInt64, _ body: (inout PartialPage) throws -> Void) throws -> Bool {
-        try withVerifiedFrame(pageID, headOnly: true) { header, stored, path, offset in
+    package func withPartialPage(_ pageID: UInt64, mapped: Bool = true, _ body: (inout PartialPage) throws -> Void) throws -> Bool {
+        try withVerifiedFrame(pageID, mapped: mapped, headOnly: true) { header, stored, path, offset in
             try log.partialPageScratch.with(byteCount: header.codec != .none ? Int(header.rawLength) : 0) { buffer in
                 var page: PartialPage
                 do { page = try PartialPage(header: header, stored: stored, buffer: buffer, path: path, offset: offset) } catch let error as FormatError {

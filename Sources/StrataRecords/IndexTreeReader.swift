@@ -83,6 +83,17 @@ package struct IndexRange: Sendable, Equatable {
 
     /// Runs `scan` from the lower bound and passes the record id of every entry in range.
     func scan(using scan: ([UInt8], ([UInt8]) throws -> Bool) throws -> Void, _ body: (UInt64) throws -> Bool) throws {
+        try scanEntries(using: scan) { id, _ in try body(id) }
+    }
+
+    /// Whether a key of `value` is never stored cut (so an entry in range is a record in range).
+    var boundsAreWhole: Bool {
+        !(lower.map { IndexKey.isCut(IndexKey.encode($0)) } ?? false) && !(upper.map { IndexKey.isCut(IndexKey.encode($0)) } ?? false)
+    }
+
+    /// `scan`, passing with each record id whether its entry's key may have been cut (stored
+    /// at `IndexKey.maximumStoredLength` bytes: its value is then known only by that prefix).
+    func scanEntries(using scan: ([UInt8], ([UInt8]) throws -> Bool) throws -> Void, _ body: (UInt64, Bool) throws -> Bool) throws {
         let lowerKey = lower.map(IndexKey.encode), upperKey = upper.map(IndexKey.encode)
         let lowerStored = lowerKey.map { Array(IndexKey.stored($0)) }, upperStored = upperKey.map { Array(IndexKey.stored($0)) }
         // A cut bound stands for every value sharing its first 512 bytes: it stays inclusive.
@@ -96,7 +107,7 @@ package struct IndexRange: Sendable, Equatable {
                     if order > 0 || (order == 0 && stopAtUpper) { return false }
                 }
                 if skipLower, let lowerStored, IndexNode.compare(value, lowerStored) == 0 { return true }
-                return try body(IndexKey.recordID(ofEntry: entry))
+                return try body(IndexKey.recordID(ofEntry: entry), value.count >= IndexKey.maximumStoredLength)
             }
         }
     }

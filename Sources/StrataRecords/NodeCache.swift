@@ -76,6 +76,8 @@ package final class NodeCache: Sendable {
     private let state: Mutex<State>
     /// The most bytes of pages kept (about: page images only).
     package let budget: Int
+    /// How the readers sharing this cache (one store's) read overflowed records.
+    package let overflowReads = OverflowReadCounts()
 
     package init(budget: Int = 32 << 20) {
         self.budget = budget
@@ -217,3 +219,15 @@ struct MissFilter {
     }
 }
 
+
+/// How a store's readers read overflowed records (for tests and diagnostics): chunk pages
+/// read whole to assemble a record, and records a filter decided from their first bytes,
+/// read from their first chunk (`RecordTreeReader.scanFiltered`). Relaxed counters.
+package final class OverflowReadCounts: Sendable {
+    /// Chunk pages read whole (each assembled record reads all of its chunks).
+    package let chunksRead = Atomic<Int>(0)
+    /// Overflowed records whose first bytes only were read (from their first chunk).
+    package let prefixesRead = Atomic<Int>(0)
+
+    package init() {}
+}

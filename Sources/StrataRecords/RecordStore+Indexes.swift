@@ -138,6 +138,20 @@ extension RecordSnapshot {
         try reader.scan(range, body)
     }
 
+    /// `scanIndex`, passing with each id whether its entry is exact: its key was stored whole,
+    /// so the record's value is in `range` (false: a candidate, to re-check). Nil — nothing
+    /// scanned — when a bound of `range` is a value whose key is stored cut.
+    /// - Throws: `RecordTreeError.noIndex` when there is no such index; storage errors.
+    package func scanIndexExactly(entityID: UInt32, attributeID: UInt32, range: IndexRange,
+                                  _ body: (UInt64, Bool) throws -> Bool) throws -> Void? {
+        guard let reader = indexReader(entityID: entityID, attributeID: attributeID) else {
+            throw RecordTreeError.noIndex(entityID: entityID, attributeID: attributeID)
+        }
+        guard range.boundsAreWhole else { return nil }
+        try range.scanEntries(using: reader.scan(from:_:)) { id, cut in try body(id, !cut) }
+        return ()
+    }
+
     /// The ids `scanIndex` passes, in index order.
     package func indexedIDs(entityID: UInt32, attributeID: UInt32, range: IndexRange) throws -> [UInt64] {
         var ids: [UInt64] = []

@@ -1,6 +1,7 @@
 import Dispatch
 import Synchronization
 import StrataPageLog
+import StrataSchema
 
 extension RecordTreeReader {
     /// `scan` with a filter, split across up to `threads` threads: the threads read, verify
@@ -14,15 +15,34 @@ extension RecordTreeReader {
     /// (`chunksPerThread × threads` chunks of `leavesPerChunk` leaves), not by the tree.
     /// `body` runs between rounds, so it may stop the scan early (the round it stops in is
     /// read whole). An error is thrown where a sequential scan would throw it: after `body`
-    /// has seen every record before it. With one thread, or a tree of one leaf, this is `scan`.
+    /// has seen every record before it. With one thread, or a tree of one leaf, the scan runs
+    /// on the calling thread alone.
+    ///
+    /// Overflowed records: with a `prefixFilter` (the filter told from a record's first bytes,
+    /// `RecordCondition.evaluate(prefix:recordLength:)`), an overflowed record is first judged
+    /// from the start of its first chunk (`decideOverflowed`): rejected, it is not assembled;
+    /// accepted and `readsAccepted` false (a count), `body` gets it with empty bytes and `true`,
+    /// unassembled. Otherwise — undecided, needed whole, or its first chunk too short — it is
+    /// assembled and filtered as any record.
     package func scanFiltered(threads: Int, filter: @escaping @Sendable (UnsafeRawBufferPointer) -> Bool?,
+                              prefixFilter: (@Sendable (UnsafeRawBufferPointer, Int) -> RecordCondition.PrefixAnswer)? = nil,
+                              readsAccepted: Bool = true,
                               _ body: (UInt64, UnsafeRawBufferPointer, Bool?) throws -> Bool) throws {
         guard root.rootPageID != 0 else { return }
         let units = threads > 1 ? try subtrees() : nil
         guard let units, units.count > 1 else {
-            try scan { id, bytes in
-                let decided = filter(bytes)
-                return decided == false ? true : try body(id, bytes, decided)
+            try withoutActuallyEscaping(body) { body in
+                let overflowed = overflowHook(prefixFilter, readsAccepted: readsAccepted) { id in
+                    try body(id, UnsafeRawBufferPointer(start: nil, count: 0), true)
+                }
+                try scanRuns(pages: SequentialPageReader(snapshot, mapped: true), overflowed: overflowed) { run in
+                    for index in 0..<run.count {
+                        let bytes = run.bytes(index)
+                        let decided = filter(bytes)
+                        if decided != false, try !body(run.id(index), bytes, decided) { return false }
+                    }
+                    return true
+                }
             }
             return
         }
@@ -44,13 +64,28 @@ extension RecordTreeReader {
                     guard index < chunks else { return }
                     let chunk = base + index
                     let slice = units[(chunk * Self.leavesPerChunk)..<min(units.count, (chunk + 1) * Self.leavesPerChunk)]
-                    outputs[index].fill(reader, subtrees: slice, filter: filter)
+                    outputs[index].fill(reader, subtrees: slice, filter: filter, prefixFilter: prefixFilter, readsAccepted: readsAccepted)
                 }
             }
             for output in outputs {
                 if try !output.deliver(body) { return }
             }
             firstChunk += chunks
+        }
+    }
+
+    /// The `overflowed` hook of a filtered scan's `scanRuns` (see `scanFiltered`): takes an
+    /// overflowed record its first bytes reject (skipped) or accept when `readsAccepted` is
+    /// false (passed to `accepted`, whose answer is the hook's); nil without a `prefixFilter`.
+    func overflowHook(_ prefixFilter: ((UnsafeRawBufferPointer, Int) -> RecordCondition.PrefixAnswer)?, readsAccepted: Bool,
+                      accepted: @escaping (UInt64) throws -> Bool) -> ((UInt64, UnsafeRawBufferPointer, UInt64) throws -> Bool?)? {
+        guard let prefixFilter else { return nil }
+        return { id, stored, pageID in
+            switch try decideOverflowed(stored, pageID: pageID, prefixFilter) {
+            case false??: return true
+            case true?? where !readsAccepted: return try accepted(id)
+            default: return nil
+            }
         }
     }
 
@@ -109,12 +144,20 @@ private final class FilteredChunk: @unchecked Sendable {
     private var bytes: [UInt8] = []
     private var error: (any Error)?
 
-    func fill(_ reader: RecordTreeReader, subtrees: ArraySlice<UInt64>, filter: (UnsafeRawBufferPointer) -> Bool?) {
+    func fill(_ reader: RecordTreeReader, subtrees: ArraySlice<UInt64>, filter: (UnsafeRawBufferPointer) -> Bool?,
+              prefixFilter: ((UnsafeRawBufferPointer, Int) -> RecordCondition.PrefixAnswer)?, readsAccepted: Bool) {
         let pages = SequentialPageReader(reader.snapshot, mapped: true)
         do {
             for pageID in subtrees {
                 let subtree = RecordTreeReader(snapshot: reader.snapshot, root: RecordTreeRoot(rootPageID: pageID), cache: reader.cache)
-                try subtree.scanRuns(pages: pages) { run in
+                // An overflowed record accepted from its first bytes, not read: no bytes kept.
+                let overflowed = subtree.overflowHook(prefixFilter, readsAccepted: readsAccepted) { [self] id in
+                    ids.append(id)
+                    decided.append(true)
+                    ends.append(bytes.count)
+                    return true
+                }
+                try subtree.scanRuns(pages: pages, overflowed: overflowed) { run in
                     for index in 0..<run.count {
                         let record = run.bytes(index)
                         let result = filter(record)

@@ -1,5 +1,6 @@
 import StrataFormat
 import StrataPageLog
+import StrataSchema
 
 /// Reads one record tree in a snapshot. Thread-safe (a value over an immutable snapshot and a
 /// thread-safe cache).
@@ -29,6 +30,13 @@ package struct RecordTreeReader: Sendable {
     package func withRecord<T>(_ id: UInt64, _ body: (UnsafeRawBufferPointer) throws -> T) throws -> T? {
         var result: T?
         return try withRecordBytes(id, { result = try body($0) }) ? result : nil
+    }
+
+    /// Whether a record with this id exists (an overflowed record is not read, only its
+    /// reference found).
+    package func contains(_ id: UInt64) throws -> Bool {
+        if case .absent = try lookup(id, { _ in }) { return false }
+        return true
     }
 
     /// `withRecord` without a result: true when the record exists (and `body` was called).
@@ -145,11 +153,57 @@ package struct RecordTreeReader: Sendable {
     }
 
     private func resolveOverflow(_ stored: [UInt8], pageID: UInt64) throws -> [UInt8] {
-        let reference: OverflowReference
-        do { reference = try stored.withUnsafeBytes { try OverflowReference.decode($0) } } catch let error as FormatError {
+        let reference = try stored.withUnsafeBytes { try overflowReference($0, pageID: pageID) }
+        return try OverflowReader.assemble(reference) { chunk in
+            cache.overflowReads.chunksRead.add(1, ordering: .relaxed)
+            return try snapshot.read(chunk)?.bytes
+        }
+    }
+
+    private func overflowReference(_ stored: UnsafeRawBufferPointer, pageID: UInt64) throws -> OverflowReference {
+        do { return try OverflowReference.decode(stored) } catch let error as FormatError {
             throw RecordTreeError.corruptNode(pageID: pageID, reason: error.reason)
         }
-        return try OverflowReader.assemble(reference) { try snapshot.read($0)?.bytes }
+    }
+
+    /// The bytes of an overflowed record's first chunk read first when a filter is tried on
+    /// the record's prefix (`decideOverflowed`); a prefix too short is read again whole.
+    static let overflowPrefixProbe = 4 << 10
+
+    /// What `decide` tells from the first bytes of the overflowed record whose reference is
+    /// `stored` (in leaf `pageID`): its answer on the whole record, or nil when the record's
+    /// first chunk does not hold the bytes it needs (the record must then be assembled).
+    ///
+    /// Only the first chunk is read, as a `PartialPage` (verified as any read verifies it: its
+    /// checksums) read with `pread` rather than through the memory map, and decompressed only
+    /// up to the bytes `decide` needs — at first `overflowPrefixProbe` bytes, then the whole
+    /// chunk. The other chunks are not touched and nothing is assembled.
+    func decideOverflowed(_ stored: UnsafeRawBufferPointer, pageID: UInt64,
+                          _ decide: (UnsafeRawBufferPointer, Int) -> RecordCondition.PrefixAnswer) throws -> Bool?? {
+        let reference = try overflowReference(stored, pageID: pageID)
+        guard let first = reference.chunks.first, reference.length <= UInt64(Int.max) else { return nil }
+        let length = Int(reference.length)
+        // A filter that reads no field (a constant) needs no byte.
+        if case .decided(let decided) = decide(UnsafeRawBufferPointer(start: nil, count: 0), length) { return .some(decided) }
+        var answer: Bool??
+        // With `pread`: a chunk stored whole (codec 0 or 1) is verified by reading all of it,
+        // whose pages would otherwise stay mapped into the process, a MiB per record.
+        let present = try snapshot.withPartialPage(first, mapped: false) { page in
+            // A first chunk longer than the record is damage: assembling reports it.
+            guard page.count <= length else { return }
+            var extent = min(page.count, Self.overflowPrefixProbe)
+            while true {
+                if case .decided(let decided) = decide(try page.prefix(extent), length) {
+                    answer = .some(decided)
+                    return
+                }
+                guard extent < page.count else { return }
+                extent = page.count
+            }
+        }
+        guard present else { throw RecordTreeError.missingPage(pageID: first) }
+        cache.overflowReads.prefixesRead.add(1, ordering: .relaxed)
+        return answer
     }
 
     /// Calls `body` with every record in id order, starting at `start`, until it returns false.
@@ -177,7 +231,12 @@ package struct RecordTreeReader: Sendable {
     }
 
     /// `scanRuns` reading pages through `pages` (a reader of this reader's snapshot).
-    func scanRuns(from start: UInt64 = 0, pages: SequentialPageReader, _ body: (RecordRun) throws -> Bool) throws {
+    /// `overflowed`, when given, sees each overflowed record first — its id, its stored
+    /// reference and the leaf's page id — and may take it: true (go on) or false (stop) when it
+    /// did, nil to have it assembled and passed to `body` as a run of its own.
+    func scanRuns(from start: UInt64 = 0, pages: SequentialPageReader,
+                  overflowed: ((UInt64, UnsafeRawBufferPointer, UInt64) throws -> Bool?)? = nil,
+                  _ body: (RecordRun) throws -> Bool) throws {
         guard root.rootPageID != 0 else { return }
         var stack: [(pageID: UInt64, next: Int)] = [(root.rootPageID, -1)]
         while let top = stack.popLast() {
@@ -188,6 +247,11 @@ package struct RecordTreeReader: Sendable {
                 var index = start == 0 ? 0 : view.search(start).index
                 while index < count {
                     if view.isOverflow(index) {
+                        if let taken = try overflowed?(view.id(index), view.bytes(index), top.pageID) {
+                            if !taken { return false }
+                            index += 1
+                            continue
+                        }
                         let whole = try resolveOverflow(Array(view.bytes(index)), pageID: top.pageID)
                         if try !whole.withUnsafeBytes({ try body(RecordRun(id: view.id(index), bytes: $0)) }) { return false }
                         index += 1

@@ -82,29 +82,79 @@ package indirect enum RecordCondition: Sendable, Equatable {
     /// bytes; nil when the record must be decoded (also for bytes that do not parse: decoding
     /// reports the error).
     package func evaluate(_ bytes: UnsafeRawBufferPointer) -> Bool? {
+        evaluate(bytes, recordLength: bytes.count)
+    }
+
+    /// `evaluate` on the first bytes of a record of `recordLength` bytes that hold every field
+    /// the condition reads (`evaluate(prefix:recordLength:)` checks that they do).
+    private func evaluate(_ bytes: UnsafeRawBufferPointer, recordLength: Int) -> Bool? {
         switch self {
         case .constant(let answer): return answer
         case .unknown: return nil
-        case .not(let inner): return inner.evaluate(bytes).map { !$0 }
+        case .not(let inner): return inner.evaluate(bytes, recordLength: recordLength).map { !$0 }
         case .and(let a, let b):
-            let left = a.evaluate(bytes)
+            let left = a.evaluate(bytes, recordLength: recordLength)
             if left == false { return false }
-            let right = b.evaluate(bytes)
+            let right = b.evaluate(bytes, recordLength: recordLength)
             if right == false { return false }
             return left == true && right == true ? true : nil
         case .or(let a, let b):
-            let left = a.evaluate(bytes)
+            let left = a.evaluate(bytes, recordLength: recordLength)
             if left == true { return true }
-            let right = b.evaluate(bytes)
+            let right = b.evaluate(bytes, recordLength: recordLength)
             if right == true { return true }
             return left == false && right == false ? false : nil
         case .compare(let id, let comparison, let constant, let absent):
-            guard let field = StoredField.find(id, in: bytes) else { return nil }
+            guard let field = StoredField.find(id, in: bytes, recordLength: recordLength) else { return nil }
             return field.compare(comparison, constant, absent: absent)
         case .startsWith(let id, let prefix, let absent):
-            guard let field = StoredField.find(id, in: bytes) else { return nil }
+            guard let field = StoredField.find(id, in: bytes, recordLength: recordLength) else { return nil }
             return field.startsWith(prefix, absent: absent)
         }
+    }
+
+    /// The largest attribute id the condition reads; nil when it reads none.
+    package var largestAttributeID: UInt32? {
+        switch self {
+        case .compare(let id, _, _, _), .startsWith(let id, _, _): id
+        case .not(let inner): inner.largestAttributeID
+        case .and(let a, let b), .or(let a, let b):
+            switch (a.largestAttributeID, b.largestAttributeID) {
+            case (let x?, let y?): max(x, y)
+            case (let x, nil): x
+            case (nil, let y): y
+            }
+        case .constant, .unknown: nil
+        }
+    }
+
+    /// What `evaluate` answers on a whole record of `recordLength` bytes, told from its first
+    /// bytes `prefix` alone when they hold every byte `evaluate` reads: the record's header and
+    /// its fields up to the first one whose id passes `largestAttributeID` (fields are stored in
+    /// ascending id order, so the fields after it are never read). `.needsMore` when the prefix
+    /// ends before that point (or its bytes do not parse: the whole record then decides). For
+    /// a record stored in overflow pages, whose small fields come before a large value.
+    package func evaluate(prefix: UnsafeRawBufferPointer, recordLength: Int) -> PrefixAnswer {
+        if prefix.count >= recordLength { return .decided(evaluate(prefix, recordLength: recordLength)) }
+        guard let largest = largestAttributeID else { return .decided(evaluate(prefix, recordLength: recordLength)) }
+        var cursor = FieldCursor(prefix)
+        guard cursor.byte() != nil, let count = cursor.varint() else { return .needsMore }
+        var fields: UInt64 = 0
+        while fields < count {
+            guard let fieldID = cursor.varint() else { return .needsMore }
+            if fieldID > UInt64(largest) { break }
+            guard let raw = cursor.byte(), let tag = ValueTag(rawValue: raw), cursor.skipPayload(of: tag) else { return .needsMore }
+            fields += 1
+        }
+        return .decided(evaluate(prefix, recordLength: recordLength))
+    }
+
+    /// What a record's first bytes tell of a condition (`evaluate(prefix:recordLength:)`).
+    package enum PrefixAnswer: Equatable, Sendable {
+        /// What `evaluate` answers on the whole record.
+        case decided(Bool?)
+        /// The prefix does not hold every byte `evaluate` reads.
+        case needsMore
     }
 }
 
@@ -114,16 +164,17 @@ enum StoredField {
     case absent
     case present(tag: ValueTag, payload: UnsafeRawBufferPointer)
 
-    /// The field with `id` in the record `bytes`, or nil when the bytes do not parse (the
+    /// The field with `id` in the record `bytes` (the whole record of `recordLength` bytes, or
+    /// its first bytes up to past that field), or nil when the bytes do not parse (the
     /// caller then leaves the record to the decoder, which reports why). The hot loop of a
     /// filtered scan: it checks the structure it walks (format byte, field count, ascending
     /// ids, known tags, payloads within the bytes) but not that varints are in their shortest
     /// form, which decoding checks.
     @inline(__always)
-    static func find(_ id: UInt32, in bytes: UnsafeRawBufferPointer) -> StoredField? {
+    static func find(_ id: UInt32, in bytes: UnsafeRawBufferPointer, recordLength: Int) -> StoredField? {
         var cursor = FieldCursor(bytes)
         guard let format = cursor.byte(), format != 0, format <= RecordCodec.formatVersion,
-              let count = cursor.varint(), count <= UInt64(bytes.count) else { return nil }
+              let count = cursor.varint(), count <= UInt64(recordLength) else { return nil }
         var previous: UInt64?
         for _ in 0..<Int(count) {
             guard let fieldID = cursor.varint(), previous.map({ fieldID > $0 }) ?? true else { return nil }
@@ -267,7 +318,7 @@ enum StoredField {
     }
 }
 
-/// A non-throwing reader of record bytes for ``StoredField/find(_:in:)``: nil or false at the
+/// A non-throwing reader of record bytes for ``StoredField/find(_:in:recordLength:)``: nil or false at the
 /// first byte out of place.
 struct FieldCursor {
     let bytes: UnsafeRawBufferPointer
@@ -408,7 +459,7 @@ extension RecordCondition {
 
 extension Value {
     /// Whether two values have the same case (both ints, both strings, …).
-    func hasSameType(as other: Value) -> Bool {
+    package func hasSameType(as other: Value) -> Bool {
         switch (self, other) {
         case (.bool, .bool), (.int, .int), (.double, .double), (.string, .string), (.data, .data), (.date, .date),
              (.uuid, .uuid), (.codable, .codable), (.null, .null): true

@@ -4,6 +4,7 @@ import StrataFormat
 import StrataIO
 import StrataPageLog
 import StrataRecords
+import StrataSchema
 import StrataTestSupport
 
 /// `RecordTreeReader.scanFiltered`: whatever the number of threads, the records a filter
@@ -83,6 +84,61 @@ import StrataTestSupport
                     return seen.count <= stop
                 }
                 #expect(seen == expected.prefix(stop + 1).map(\.id), "seed \(seed), \(threads) threads, stop after \(stop)")
+            }
+        }
+    }
+
+    /// Decides by a record's fifth byte (a digit in `recordLikeBytes`): a multiple of 3 passes,
+    /// 1 mod 3 is rejected, the rest (and records shorter than 5 bytes) undecided.
+    static let digitFilter: @Sendable (UnsafeRawBufferPointer) -> Bool? = { bytes in
+        guard bytes.count >= 5 else { return nil }
+        switch bytes[4] % 3 {
+        case 0: return true
+        case 1: return false
+        default: return nil
+        }
+    }
+
+    /// `digitFilter` from a record's first bytes: needs five of them.
+    static let digitPrefixFilter: @Sendable (UnsafeRawBufferPointer, Int) -> RecordCondition.PrefixAnswer = { prefix, length in
+        prefix.count >= 5 || prefix.count >= length ? .decided(digitFilter(prefix)) : .needsMore
+    }
+
+    /// With a prefix filter, an overflowed record is judged from its first chunk: whatever the
+    /// number of threads, a count (`readsAccepted` false) gets the accepted ones unread (empty
+    /// bytes), a fetch gets them whole; only undecided (or, for a fetch, accepted) ones are
+    /// assembled.
+    @Test func overflowedRecordsAreJudgedFromTheirFirstBytes() throws {
+        let seed = SeededRandom.seed(default: 0x0F10)
+        let (log, records) = try Self.makeTree(seed: seed, fs: MemoryFileSystem())
+        let snapshot = try log.snapshot()
+        let root = RecordTreeTests.loadRoot(try snapshot.read(Self.rootPage))
+        let overflowed = records.filter { $0.1.count > 200 }
+        let chunks = { (bytes: [UInt8]) in (bytes.count + 299) / 300 }
+        for readsAccepted in [false, true] {
+            let expected = records.compactMap { id, bytes -> Delivered? in
+                let decided = bytes.withUnsafeBytes { Self.digitFilter($0) }
+                guard decided != false else { return nil }
+                let unread = !readsAccepted && decided == true && bytes.count > 200
+                return Delivered(id: id, bytes: unread ? [] : bytes, decided: decided)
+            }
+            let assembled = overflowed.filter { _, bytes in
+                let decided = bytes.withUnsafeBytes { Self.digitFilter($0) }
+                return decided == nil || (decided == true && readsAccepted)
+            }.reduce(0) { $0 + chunks($1.1) }
+            for threads in [1, 2, 4, 8] {
+                let cache = NodeCache(budget: 1 << 20)
+                let reader = RecordTreeReader(snapshot: snapshot, root: root, cache: cache)
+                var delivered: [Delivered] = []
+                try reader.scanFiltered(threads: threads, filter: Self.digitFilter, prefixFilter: Self.digitPrefixFilter,
+                                        readsAccepted: readsAccepted) { id, bytes, decided in
+                    delivered.append(Delivered(id: id, bytes: Array(bytes), decided: decided))
+                    return true
+                }
+                let context = "seed \(seed), \(threads) threads, readsAccepted \(readsAccepted)"
+                #expect(delivered == expected, "\(context): \(delivered.count) of \(expected.count) records")
+                #expect(cache.overflowReads.prefixesRead.load(ordering: .relaxed) == overflowed.count, "\(context)")
+                #expect(cache.overflowReads.chunksRead.load(ordering: .relaxed) == assembled, "\(context)")
             }
         }
     }

@@ -135,8 +135,8 @@ extension Store.WriteTransaction {
 
 extension Context {
     /// Checks the store through the public API as the tree workloads check theirs: the
-    /// record count (`fetchCount`, which decodes every record: only where memory does not
-    /// matter, when `countAll`), that record count+1 does not exist, and
+    /// record count (`fetchCount`, when `countAll`: the store root's count, no record read),
+    /// that record count+1 does not exist, and
     /// `PersonVerification`'s sample field by field. Returns the sample's checksum.
     func verifyPersons(count: Int, countAll: Bool) throws -> PersonChecksum {
         if countAll {

@@ -83,6 +83,13 @@ struct PersonTable {
         }
     }
 
+    /// `SELECT count(*) FROM person`.
+    func countPersons() throws -> Int {
+        let query = try database.prepare("SELECT count(*) FROM person")
+        guard try query.step() else { throw BenchmarkError.verificationFailed("SQLite: SELECT count(*) returned no row") }
+        return Int(query.int64(at: 0))
+    }
+
     /// `SELECT count(*) … WHERE note LIKE 'prefix%'`: a full scan of the table. The prefix
     /// must hold no LIKE wildcards, and, since LIKE ignores ASCII case, no letters whose
     /// case matters.

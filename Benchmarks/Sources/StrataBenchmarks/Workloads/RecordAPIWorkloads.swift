@@ -136,11 +136,14 @@ enum RecordAPIReadComparison {
 
     /// The parts a read workload runs in processes of their own. `makeSQLitePass` prepares
     /// the SQLite pass for a record count before anything is timed.
-    static func parts(makeSQLitePass: @escaping @Sendable (Int) -> SQLitePass) -> [String: Workload.Part] {
+    /// `repetitions` gives the number of timed passes on each side (default:
+    /// `TreeWorkloads.repetitions`).
+    static func parts(repetitions: @escaping @Sendable (WorkloadScale) -> Int = TreeWorkloads.repetitions,
+                      makeSQLitePass: @escaping @Sendable (Int) -> SQLitePass) -> [String: Workload.Part] {
         [
             "sqlite": { context in
                 let count = RecordAPIWorkloads.recordCount(context.scale)
-                return try runSQLitePart(context, count: count, pass: makeSQLitePass(count))
+                return try runSQLitePart(context, count: count, repetitions: repetitions(context.scale), pass: makeSQLitePass(count))
             },
             "build-strata": RecordAPIWorkloads.buildStrataPart,
         ]
@@ -149,10 +152,10 @@ enum RecordAPIReadComparison {
     /// Runs both sides (see the type's description); the result's fields are those of
     /// `TreeReadComparison`.
     static func run(
-        _ context: WorkloadContext, expected: PersonReadAnswer, strataPass: (Store) throws -> PersonReadAnswer
+        _ context: WorkloadContext, expected: PersonReadAnswer, repetitions: Int? = nil, strataPass: (Store) throws -> PersonReadAnswer
     ) throws -> TreeReadComparison {
         let count = RecordAPIWorkloads.recordCount(context.scale)
-        let repetitions = TreeWorkloads.repetitions(context.scale)
+        let repetitions = repetitions ?? TreeWorkloads.repetitions(context.scale)
 
         context.progress("SQLite: building \(count) persons (not timed), then \(repetitions) timed passes (in a process of its own)")
         let sqlite = try context.runPartProcess("sqlite")
@@ -178,7 +181,7 @@ enum RecordAPIReadComparison {
     }
 
     /// Part "sqlite": build (not timed), check, the timed passes; every pass must give the same answer.
-    private static func runSQLitePart(_ context: WorkloadContext, count: Int, pass: SQLitePass) throws -> JSONValue {
+    private static func runSQLitePart(_ context: WorkloadContext, count: Int, repetitions: Int, pass: SQLitePass) throws -> JSONValue {
         let path = try TreeWorkloads.sqlitePath(context)
         try PersonTable.createWithPersons(at: path, count: count)
         let storeBytes = FolderSize.bytes(at: TreeWorkloads.sqliteFolder(context))
@@ -189,7 +192,7 @@ enum RecordAPIReadComparison {
         sync()
         var seconds: [Double] = []
         var answer: PersonReadAnswer?
-        for _ in 0..<TreeWorkloads.repetitions(context.scale) {
+        for _ in 0..<repetitions {
             let timed = try Stopwatch.time { try pass(table) }
             if let answer, let difference = timed.value.difference(from: answer) {
                 throw BenchmarkError.verificationFailed("SQLite's passes gave different answers: \(difference)")

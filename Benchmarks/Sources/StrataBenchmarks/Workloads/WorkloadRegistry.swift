@@ -16,6 +16,8 @@ enum WorkloadRegistry {
         ReadByIDWorkload.workload,
         ReadByIDWorkload.codable,
         ScanFilterWorkload.workload,
+        CountWorkloads.all,
+        CountWorkloads.filtered,
         ReopenFirstFetchWorkload.workload,
         MigrationWorkloads.lightweight,
         MigrationWorkloads.split,
