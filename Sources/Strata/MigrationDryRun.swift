@@ -87,6 +87,9 @@ extension Store {
 
     /// What a metadata-only stage costs (a catalog page and a commit).
     static let metadataStageCost = Duration.milliseconds(5)
+    /// The cost per record of a later step's transform when no earlier stage was measured (the
+    /// store's records are not in its old version yet): `migrate-split`'s order of magnitude.
+    static let laterStepCost = Duration.microseconds(1)
     /// Records per transform the dry run samples: `sampleRuns` runs of `sampleRunLength`.
     static let sampleRuns = 40
     static let sampleRunLength = 50
@@ -152,21 +155,23 @@ extension Store {
                     continue
                 }
                 // Transforms of the first step read the store's records; later steps' sources are
-                // what earlier steps write, estimated with the same counts and the first step's cost.
+                // what earlier steps write, estimated with the same counts and the cost per record
+                // of the last rewriting stage (a backfill, which reads the records through the new
+                // version, is sampled whenever they read so).
                 var duration = metadataStageCost
                 var count: UInt64 = 0
+                let earlier = stages.last { !$0.isMetadataOnly }.map { ($0.estimatedDuration - metadataStageCost) / Double(max(1, $0.records)) }
                 for (transform, throughNewVersion) in rewrites {
                     let sourceID = try? oldBinding.entityID(of: transform.sourceEntity)
                     let records = sourceID.flatMap { snapshot.root.entities[$0]?.tree.count } ?? 0
                     count += records
-                    if step == start, let sourceID {
-                        let cost = try sampleCost(transform, source: sourceID, old: oldBinding, catalog: catalog,
-                                                  target: plan.versions[step + 1].schema, snapshot: snapshot, configuration: configuration,
-                                                  readsThroughNewVersion: throughNewVersion)
-                        duration += cost * Double(records)
-                    } else {
-                        duration += (stages.last.map { $0.estimatedDuration / Double(max(1, $0.records)) } ?? .microseconds(3)) * Double(records)
+                    var cost: Duration?
+                    if let sourceID, step == start || throughNewVersion {
+                        cost = try? sampleCost(transform, source: sourceID, old: oldBinding, catalog: catalog,
+                                               target: plan.versions[step + 1].schema, snapshot: snapshot, configuration: configuration,
+                                               readsThroughNewVersion: throughNewVersion)
                     }
+                    duration += (cost ?? earlier ?? laterStepCost) * Double(records)
                 }
                 stages.append(MigrationEstimate.Stage(name: name, isMetadataOnly: false, records: count, estimatedDuration: duration))
             }
