@@ -1,4 +1,5 @@
 import FoundationEssentials
+import StrataPageLog
 import StrataRecords
 
 /// A unit of work on a `Store` (SwiftData's `ModelContext`): insert, update and delete
@@ -23,8 +24,43 @@ public final class Context {
     /// Who makes the changes; recorded with each save (the history journal will carry it).
     public var author: String?
     /// Set for the contexts of a migration stage's closures: `save()` leaves the changes for
-    /// `saveWithStage(_:)`.
-    var savesWithStage = false
+    /// `saveWithStage(_:)`, and unsaved changes past `stageFlush`'s bounds are flushed into the
+    /// store in commits of the migration (Docs/Migrations.md, "Closures on large stores").
+    var savesWithStage = false {
+        didSet { if savesWithStage && stageFlush == nil { stageFlush = StageFlush(store: store) } }
+    }
+
+    /// What a migration closure's context carries from flush to flush.
+    final class StageFlush {
+        /// Unsaved changes (records inserted, updated or deleted) past which they are flushed.
+        var maximumChanges: Int
+        /// Encoded bytes of unsaved inserts and updates past which they are flushed.
+        var maximumBytes: Int
+        /// Flushes so far.
+        var flushes = 0
+        /// The largest number of unsaved changes the context held (tests: memory stays bounded).
+        var mostUnsavedChanges = 0
+        /// The history journal's per-entity counts of the flushes so far, journaled with the
+        /// closure's last commit.
+        var counts: [UInt32: (inserted: UInt64, updated: UInt64, deleted: UInt64)] = [:]
+        /// Per root entity, the first id the closure's inserts get: records at or above it were
+        /// inserted by this closure (ids are never reused and the closure is the only writer).
+        let firstNewIDs: [UInt32: UInt64]
+
+        init(store: Store) {
+            maximumChanges = store.configuration.migrationFlushChanges
+            maximumBytes = store.configuration.migrationFlushBytes
+            firstNewIDs = store.nextIDsSnapshot()
+        }
+    }
+
+    /// Set for a migration closure's context (with `savesWithStage`).
+    private(set) var stageFlush: StageFlush?
+    /// How many times this migration closure's context flushed its changes (tests).
+    package var stageFlushCount: Int { stageFlush?.flushes ?? 0 }
+    /// The unsaved changes past which this migration closure's context flushes (nil: a context
+    /// that saves, not a migration closure's).
+    package var stageFlushLimit: Int? { stageFlush?.maximumChanges }
 
     private enum Change: Sendable {
         case upsert([UInt8], isNew: Bool)
@@ -33,6 +69,13 @@ public final class Context {
 
     /// Unsaved changes by entity id, then record id.
     private var changes: [UInt32: [UInt64: Change]] = [:]
+    /// How many changes `changes` holds (tests: a migration closure's memory stays bounded),
+    /// and the bytes of their encoded records.
+    package private(set) var unsavedChangeCount = 0
+    private var unsavedBytes = 0
+    /// Incremented whenever unsaved changes leave the context at once (saved, flushed, rolled
+    /// back): an enumeration then reads the records after its position again.
+    private var changeGeneration = 0
     /// The unique values unsaved inserts and updates hold: entity id → attribute id → full
     /// index key → record id (so two inserts of one unique value in a context make one record).
     private var pendingUnique: [UInt32: [UInt32: [[UInt8]: UInt64]]] = [:]
@@ -156,8 +199,7 @@ public final class Context {
     public func save() throws {
         guard hasChanges, !savesWithStage else { return }
         try Self.write(changes, to: store, author: author)
-        changes.removeAll()
-        pendingUnique.removeAll()
+        forgetChanges()
     }
 
     /// Writes every change atomically, as ``save()`` does, without blocking the caller's
@@ -169,21 +211,53 @@ public final class Context {
     nonisolated(nonsending) public func save() async throws {
         guard hasChanges, !savesWithStage else { return }
         let changes = changes, store = store, author = author
-        try await store.runOffTheCooperativePool { try Self.write(changes, to: store, author: author) }
-        self.changes.removeAll()
+        _ = try await store.runOffTheCooperativePool { try Self.write(changes, to: store, author: author) }
+        forgetChanges()
+    }
+
+    /// Empties the context's unsaved changes (saved or rolled back).
+    private func forgetChanges() {
+        changes.removeAll()
         pendingUnique.removeAll()
+        unsavedChangeCount = 0
+        unsavedBytes = 0
+        changeGeneration += 1
+    }
+
+    /// How a write belongs to a migration stage: a flush of a closure's changes (relaxed,
+    /// flagged in the marker) or the closure's last commit, with the stage's progress.
+    private enum StageWrite {
+        case flush(StageFlush)
+        case last(StageFlush?, (RecordTransaction) throws -> Void)
     }
 
     /// Writes `changes` in one record-store transaction (relationships maintained, unique
     /// values checked: see ``save()``).
+    /// Returns, for a flush, the closure's journal counts with this flush's added.
+    @discardableResult
     private static func write(_ changes: [UInt32: [UInt64: Change]], to store: Store, author: String?,
-                              alsoWriting extra: ((RecordTransaction) throws -> Void)? = nil) throws {
+                              stage: StageWrite? = nil) throws -> [UInt32: (inserted: UInt64, updated: UInt64, deleted: UInt64)] {
         try store.checkWritable()
+        var carried: [UInt32: (inserted: UInt64, updated: UInt64, deleted: UInt64)] = [:]
+        var durability = store.configuration.durability.pageLogDurability
+        if case .flush? = stage { durability = .relaxed }  // made durable by the closure's last commit
         try store.translating {
-            try store.records.write(durability: store.configuration.durability.pageLogDurability) { transaction in
+            try store.records.write(durability: durability) { transaction in
                 store.beginJournal(transaction, author: author)
-                // A migration stage's closures: their changes are summarized per entity.
-                if extra != nil { transaction.history?.summarizes = true }
+                var flush: StageFlush?
+                if let stage {
+                    // A migration stage's closures: their changes are summarized per entity,
+                    // carried from flush to flush and journaled once, with the closure's last commit.
+                    transaction.history?.summarizes = true
+                    switch stage {
+                    case .flush(let state): flush = state
+                    case .last(let state, _): flush = state
+                    }
+                    if let flush, flush.flushes > 0 {
+                        let model = store.model, first = flush.firstNewIDs
+                        transaction.history?.insertedEarlier = { entityID, id in id >= first[model.rootID(of: entityID), default: 1] }
+                    }
+                }
                 let graph = GraphTransaction(store: store, transaction: transaction)
                 for (entityID, entityChanges) in changes {
                     for (id, change) in entityChanges {
@@ -194,23 +268,57 @@ public final class Context {
                     }
                 }
                 try graph.commit()
-                try extra?(transaction)
+                guard let stage else { return }
+                var counts = flush?.counts ?? [:]
+                if let (taken, retracted) = transaction.history?.takeSummary() {
+                    for (entity, count) in taken {
+                        counts[entity, default: (0, 0, 0)].inserted += count.inserted
+                        counts[entity, default: (0, 0, 0)].updated += count.updated
+                        counts[entity, default: (0, 0, 0)].deleted += count.deleted
+                    }
+                    for (entity, number) in retracted {
+                        counts[entity, default: (0, 0, 0)].inserted -= min(number, counts[entity]?.inserted ?? 0)
+                    }
+                }
+                switch stage {
+                case .flush:
+                    transaction.updateMigration { $0.closureFlushed = true }
+                    // Kept once the commit succeeded (the caller): a failed flush leaves the counts as they were.
+                    carried = counts
+                case .last(_, let extra):
+                    for (entity, count) in counts.sorted(by: { $0.key < $1.key }) where count != (0, 0, 0) {
+                        transaction.history?.recordMigration(entityID: entity, inserted: count.inserted, updated: count.updated,
+                                                             deleted: count.deleted)
+                    }
+                    transaction.updateMigration { $0.closureFlushed = false }
+                    try extra(transaction)
+                }
             }
         }
+        return carried
     }
 
     /// Commits every unsaved change and `extra`'s writes (the stage's progress) in one
-    /// durable transaction — what a migration stage does with its closures' contexts.
+    /// durable transaction — what a migration stage does with its closures' contexts. The
+    /// history journal gets one summary per entity for the closure, its flushes included.
     func saveWithStage(_ extra: @escaping (RecordTransaction) throws -> Void) throws {
-        try Self.write(changes, to: store, author: author, alsoWriting: extra)
-        changes.removeAll()
-        pendingUnique.removeAll()
+        try Self.write(changes, to: store, author: author, stage: .last(stageFlush, extra))
+        forgetChanges()
+    }
+
+    /// A migration closure's context: writes the unsaved changes into the store when they pass
+    /// the flush bounds, in a relaxed commit of the migration that flags the marker (so a crash
+    /// before the closure's last commit undoes the migration instead of resuming the closure).
+    private func flushIfNeeded() throws {
+        guard let stageFlush, unsavedChangeCount >= stageFlush.maximumChanges || unsavedBytes >= stageFlush.maximumBytes else { return }
+        stageFlush.counts = try Self.write(changes, to: store, author: author, stage: .flush(stageFlush))
+        stageFlush.flushes += 1
+        forgetChanges()
     }
 
     /// Forgets every unsaved change.
     public func rollback() {
-        changes.removeAll()
-        pendingUnique.removeAll()
+        forgetChanges()
     }
 
     // MARK: Reading
@@ -372,6 +480,154 @@ public final class Context {
         return Array(results[offset...].prefix(limit))
     }
 
+    /// Calls `block` with each record a descriptor selects, reading the store `batchSize`
+    /// records at a time — SwiftData's `enumerate(_:batchSize:)`: memory is bounded by a batch,
+    /// not by the store, where ``fetch(_:)`` holds every result at once.
+    ///
+    /// Records come in identifier order (records of sub-entities included, read as `Record`),
+    /// each batch read from the store's latest snapshot with the context's unsaved changes
+    /// applied, as `fetch` applies them; a predicate is evaluated as `fetch` evaluates it (the
+    /// byte-level pre-filter first, so rejected records are never decoded). `fetchOffset` and
+    /// `fetchLimit` apply to that order. Records inserted after the enumeration started (by
+    /// `block` or another context) are not visited.
+    ///
+    /// `block` may insert, update and delete records through this context while it runs (there
+    /// is no `allowEscapingMutations` to set): each record is visited **at most once**, and
+    /// with the values it has when its turn comes — a record deleted before its turn is not
+    /// visited, one updated before its turn is visited with its new values (and only if the
+    /// predicate still accepts them). In a migration stage's `willMigrate` and `didMigrate`,
+    /// the changes `block` makes are flushed into the store as they pile up (Docs/Migrations.md,
+    /// "Closures on large stores"), so the whole loop — read, change, `save()` — runs in memory
+    /// bounded by the batch and the flush, whatever the store's size.
+    ///
+    /// With `sortBy`, the records must be ordered before the first is visited: the matching
+    /// records are read as `fetch` reads them (all held at once while they are sorted), then
+    /// only their identifiers are kept and each record is read again, with its current
+    /// values, at its turn. Memory then grows with the number of matching records.
+    ///
+    /// - Parameters:
+    ///   - descriptor: The predicate, sort order, offset and limit.
+    ///   - batchSize: How many records are read from the store at a time (at least 1).
+    ///   - block: Called with each record and its identifier; what it throws ends the
+    ///     enumeration and is rethrown.
+    /// - Throws: `.recordCoding` for a stored record that cannot be read as `Record`; an error
+    ///   the predicate or `block` throws; storage errors.
+    public func enumerate<Record: PersistentRecord>(_ descriptor: FetchDescriptor<Record>, batchSize: Int = 5_000,
+                                                    _ block: (Identified<Record>) throws -> Void) throws {
+        let entityID = try store.entityID(of: Record.self)
+        let family = store.model.family(of: entityID)
+        var skip = max(0, descriptor.fetchOffset ?? 0)
+        var remaining = descriptor.fetchLimit.map { max(0, $0) } ?? .max
+        guard remaining > 0 else { return }
+        if !descriptor.sortBy.isEmpty {
+            // The order needs every matching record: sort them, keep the identifiers only.
+            var unlimited = descriptor
+            unlimited.fetchLimit = nil
+            unlimited.fetchOffset = nil
+            let order = try fetch(unlimited).map(\.id.rawValue)
+            for id in order {
+                var current: Record?
+                try withRecordBytes(of: Record.self, id: id) { current = try decodeRecord(Record.self, from: $0) }
+                guard let record = current else { continue }  // deleted before its turn
+                if let predicate = descriptor.predicate, try !predicate.evaluate(record) { continue }
+                if skip > 0 { skip -= 1; continue }
+                try block(Identified(id: RecordID(rawValue: id), record: record))
+                remaining -= 1
+                if remaining == 0 { return }
+            }
+            return
+        }
+        let condition = try descriptor.predicate.map { try store.condition(for: $0) } ?? .constant(true)
+        let filters = condition.isUseful
+        // Records inserted from now on have larger identifiers: they are not visited.
+        let end: UInt64 = pinnedSnapshot != nil ? .max : store.nextID(ofHierarchyOf: entityID)
+        let size = max(1, batchSize)
+        var cursor: UInt64 = 0  // the last identifier visited or passed
+        while true {
+            let generation = changeGeneration
+            let batch = try readBatch(family: family, after: cursor, below: end, count: size, condition: condition, filters: filters)
+            if batch.isEmpty { return }
+            for candidate in batch {
+                // The unsaved changes left the context (saved, flushed, rolled back): the batch is
+                // stale; read the records after the cursor again.
+                if changeGeneration != generation { break }
+                cursor = candidate.id
+                // The record as this context sees it now: `block` may have changed it since the
+                // batch was read.
+                var bytes = candidate.bytes, decided = candidate.decided
+                switch changes[candidate.entity]?[candidate.id] {
+                case .delete?: continue
+                case .upsert(let current, _)?:
+                    if current != bytes {
+                        bytes = current
+                        decided = filters ? bytes.withUnsafeBytes { condition.evaluate($0) } : nil
+                        if decided == false { continue }
+                    }
+                case nil:
+                    if candidate.unsaved { continue }  // an unsaved insert since deleted
+                }
+                let record = try bytes.withUnsafeBytes { try decodeRecord(Record.self, from: $0) }
+                if decided == nil, let predicate = descriptor.predicate, try !predicate.evaluate(record) { continue }
+                if skip > 0 { skip -= 1; continue }
+                try block(Identified(id: RecordID(rawValue: candidate.id), record: record))
+                remaining -= 1
+                if remaining == 0 { return }
+            }
+        }
+    }
+
+    /// A record `enumerate` read: its concrete entity, bytes (a copy), the pre-filter's answer,
+    /// and whether it came from an unsaved change.
+    private struct BatchRecord {
+        var id: UInt64
+        var entity: UInt32
+        var bytes: [UInt8]
+        var decided: Bool?
+        var unsaved: Bool
+    }
+
+    /// Up to about `count` records of `family` with identifiers after `cursor` and below `end`
+    /// that the pre-filter does not reject, in identifier order, as this context sees them now:
+    /// a stretch of identifiers read whole (at most `count` from each tree, plus the unsaved
+    /// changes in that stretch), so the next batch starts after the last one.
+    private func readBatch(family: [UInt32], after cursor: UInt64, below end: UInt64, count: Int,
+                           condition: RecordCondition, filters: Bool) throws -> [BatchRecord] {
+        guard cursor < end - 1 || end == .max else { return [] }
+        var batch: [BatchRecord] = []
+        var bound = end  // identifiers below it are read whole in every tree
+        let snapshot = try readSnapshot()
+        for member in family {
+            let pending = changes[member] ?? [:]
+            var kept = 0
+            let limit = bound
+            try translatingErrors {
+                try snapshot.reader(for: member).scan(from: cursor + 1) { id, bytes in
+                    guard id < limit else { return false }
+                    if !pending.isEmpty, pending[id] != nil { return true }  // the unsaved change wins (below)
+                    let decided = filters ? condition.evaluate(bytes) : nil
+                    guard decided != false else { return true }
+                    batch.append(BatchRecord(id: id, entity: member, bytes: Array(bytes), decided: decided, unsaved: false))
+                    kept += 1
+                    if kept == count {
+                        bound = id + 1
+                        return false
+                    }
+                    return true
+                }
+            }
+        }
+        for member in family {
+            for (id, change) in changes[member] ?? [:] where id > cursor && id < bound {
+                guard case .upsert(let bytes, _) = change else { continue }
+                let decided = filters ? bytes.withUnsafeBytes { condition.evaluate($0) } : nil
+                if decided != false { batch.append(BatchRecord(id: id, entity: member, bytes: bytes, decided: decided, unsaved: true)) }
+            }
+        }
+        if family.count > 1 { batch.removeAll { $0.id >= bound } }
+        batch.sort { $0.id < $1.id }
+        return batch
+    }
+
     /// The fewest records a tree holds for a filtered fetch to scan it on several threads
     /// (`Store.Configuration.scanThreads`): below it, starting threads costs more than they save.
     static let parallelScanMinimum: UInt64 = 20_000
@@ -431,7 +687,20 @@ public final class Context {
                 }
             }
         }
+        let previous = changes[entityID]?[id]
         changes[entityID, default: [:]][id] = change
+        if previous != nil { unsavedChangeCount -= 1; unsavedBytes -= Self.cost(of: previous) }
+        if change != nil { unsavedChangeCount += 1; unsavedBytes += Self.cost(of: change) }
+        if let stageFlush {
+            stageFlush.mostUnsavedChanges = max(stageFlush.mostUnsavedChanges, unsavedChangeCount)
+            try flushIfNeeded()
+        }
+    }
+
+    /// The memory a change takes, roughly: its encoded record and the dictionary entry.
+    private static func cost(of change: Change?) -> Int {
+        if case .upsert(let bytes, _)? = change { return bytes.count + 48 }
+        return change == nil ? 0 : 48
     }
 
     /// The non-null unique values of a record, as full index keys.
