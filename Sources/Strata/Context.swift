@@ -76,6 +76,10 @@ public final class Context {
     /// Incremented whenever unsaved changes leave the context at once (saved, flushed, rolled
     /// back): an enumeration then reads the records after its position again.
     private var changeGeneration = 0
+    /// The record `enumerate` is visiting: its id, concrete entity and the change generation it
+    /// was read in. Until the generation changes, it exists as the snapshot read says (or as the
+    /// context's unsaved change says), so `update` need not look it up in the store again.
+    private var visiting: (id: UInt64, entity: UInt32, generation: Int)?
     /// The unique values unsaved inserts and updates hold: entity id → attribute id → full
     /// index key → record id (so two inserts of one unique value in a context make one record).
     private var pendingUnique: [UInt32: [UInt32: [[UInt8]: UInt64]]] = [:]
@@ -249,6 +253,8 @@ public final class Context {
                     // A migration stage's closures: their changes are summarized per entity,
                     // carried from flush to flush and journaled once, with the closure's last commit.
                     transaction.history?.summarizes = true
+                    transaction.mappedReads = false  // a closure may rewrite a whole store: leave none of it mapped
+                    transaction.defersLeafCompression = true  // compressed after the launch, as a transform's records
                     switch stage {
                     case .flush(let state): flush = state
                     case .last(let state, _): flush = state
@@ -546,29 +552,33 @@ public final class Context {
         while true {
             let generation = changeGeneration
             let batch = try readBatch(family: family, after: cursor, below: end, count: size, condition: condition, filters: filters)
-            if batch.isEmpty { return }
-            for candidate in batch {
+            if batch.records.isEmpty { return }
+            for candidate in batch.records {
                 // The unsaved changes left the context (saved, flushed, rolled back): the batch is
                 // stale; read the records after the cursor again.
                 if changeGeneration != generation { break }
                 cursor = candidate.id
                 // The record as this context sees it now: `block` may have changed it since the
                 // batch was read.
-                var bytes = candidate.bytes, decided = candidate.decided
+                var current: [UInt8]? = candidate.unsaved
+                var decided = candidate.decided
                 switch changes[candidate.entity]?[candidate.id] {
                 case .delete?: continue
-                case .upsert(let current, _)?:
-                    if current != bytes {
-                        bytes = current
+                case .upsert(let bytes, _)?:
+                    if candidate.unsaved.map({ $0 != bytes }) ?? true {
+                        current = bytes
                         decided = filters ? bytes.withUnsafeBytes { condition.evaluate($0) } : nil
                         if decided == false { continue }
                     }
                 case nil:
-                    if candidate.unsaved { continue }  // an unsaved insert since deleted
+                    if candidate.unsaved != nil { continue }  // an unsaved insert since deleted
                 }
-                let record = try bytes.withUnsafeBytes { try decodeRecord(Record.self, from: $0) }
+                let record = try current.map { try $0.withUnsafeBytes { try decodeRecord(Record.self, from: $0) } }
+                    ?? batch.bytes.withUnsafeBytes { try decodeRecord(Record.self, from: UnsafeRawBufferPointer(rebasing: $0[candidate.range])) }
                 if decided == nil, let predicate = descriptor.predicate, try !predicate.evaluate(record) { continue }
                 if skip > 0 { skip -= 1; continue }
+                visiting = (candidate.id, candidate.entity, generation)
+                defer { visiting = nil }
                 try block(Identified(id: RecordID(rawValue: candidate.id), record: record))
                 remaining -= 1
                 if remaining == 0 { return }
@@ -576,14 +586,19 @@ public final class Context {
         }
     }
 
-    /// A record `enumerate` read: its concrete entity, bytes (a copy), the pre-filter's answer,
-    /// and whether it came from an unsaved change.
-    private struct BatchRecord {
-        var id: UInt64
-        var entity: UInt32
-        var bytes: [UInt8]
-        var decided: Bool?
-        var unsaved: Bool
+    /// Records `enumerate` read: the stored ones' bytes back to back in one buffer (no array
+    /// per record), each record's concrete entity, the pre-filter's answer, and the bytes of
+    /// an unsaved change it came from.
+    private struct Batch {
+        struct Record {
+            var id: UInt64
+            var entity: UInt32
+            var range: Range<Int>
+            var decided: Bool?
+            var unsaved: [UInt8]?
+        }
+        var records: [Record] = []
+        var bytes: [UInt8] = []
     }
 
     /// Up to about `count` records of `family` with identifiers after `cursor` and below `end`
@@ -591,9 +606,9 @@ public final class Context {
     /// a stretch of identifiers read whole (at most `count` from each tree, plus the unsaved
     /// changes in that stretch), so the next batch starts after the last one.
     private func readBatch(family: [UInt32], after cursor: UInt64, below end: UInt64, count: Int,
-                           condition: RecordCondition, filters: Bool) throws -> [BatchRecord] {
-        guard cursor < end - 1 || end == .max else { return [] }
-        var batch: [BatchRecord] = []
+                           condition: RecordCondition, filters: Bool) throws -> Batch {
+        guard cursor < end - 1 || end == .max else { return Batch() }
+        var batch = Batch()
         var bound = end  // identifiers below it are read whole in every tree
         let snapshot = try readSnapshot()
         for member in family {
@@ -601,12 +616,16 @@ public final class Context {
             var kept = 0
             let limit = bound
             try translatingErrors {
-                try snapshot.reader(for: member).scan(from: cursor + 1) { id, bytes in
+                // Read with pread, not through the memory map: a pass over a whole store leaves
+                // nothing of it mapped into the process.
+                try snapshot.reader(for: member).scan(from: cursor + 1, mapped: false) { id, bytes in
                     guard id < limit else { return false }
                     if !pending.isEmpty, pending[id] != nil { return true }  // the unsaved change wins (below)
                     let decided = filters ? condition.evaluate(bytes) : nil
                     guard decided != false else { return true }
-                    batch.append(BatchRecord(id: id, entity: member, bytes: Array(bytes), decided: decided, unsaved: false))
+                    let start = batch.bytes.count
+                    batch.bytes.append(contentsOf: bytes)
+                    batch.records.append(Batch.Record(id: id, entity: member, range: start..<batch.bytes.count, decided: decided, unsaved: nil))
                     kept += 1
                     if kept == count {
                         bound = id + 1
@@ -620,11 +639,11 @@ public final class Context {
             for (id, change) in changes[member] ?? [:] where id > cursor && id < bound {
                 guard case .upsert(let bytes, _) = change else { continue }
                 let decided = filters ? bytes.withUnsafeBytes { condition.evaluate($0) } : nil
-                if decided != false { batch.append(BatchRecord(id: id, entity: member, bytes: bytes, decided: decided, unsaved: true)) }
+                if decided != false { batch.records.append(Batch.Record(id: id, entity: member, range: 0..<0, decided: decided, unsaved: bytes)) }
             }
         }
-        if family.count > 1 { batch.removeAll { $0.id >= bound } }
-        batch.sort { $0.id < $1.id }
+        if family.count > 1 { batch.records.removeAll { $0.id >= bound } }
+        batch.records.sort { $0.id < $1.id }
         return batch
     }
 
@@ -652,6 +671,11 @@ public final class Context {
             }
         }
         if unsaved { return nil }
+        // The record `enumerate` is visiting exists (read in this change generation, and no
+        // unsaved change of this context deleted it: above).
+        if let visiting, visiting.id == id, visiting.generation == changeGeneration, family.contains(visiting.entity) {
+            return visiting.entity
+        }
         let snapshot = try readSnapshot()
         for member in family where try translatingErrors({ try snapshot.reader(for: member).get(id) }) != nil { return member }
         return nil

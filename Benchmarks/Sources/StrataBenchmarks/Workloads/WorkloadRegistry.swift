@@ -19,6 +19,7 @@ enum WorkloadRegistry {
         ReopenFirstFetchWorkload.workload,
         MigrationWorkloads.lightweight,
         MigrationWorkloads.split,
+        ContextSplitWorkload.workload,
         ResultsObserverWorkload.workload,
         InsertWithHistoryWorkload.workload,
         HistoryFetchWorkloads.tail,
