@@ -364,4 +364,77 @@ enum StreamPlan: SchemaMigrationPlan {
         #expect(tested == 3 * operations)
         #expect(undone > 0 && resumed > 0)
     }
+
+    // MARK: Golden store
+
+    static let fixture = String(#filePath.prefix(upTo: #filePath.lastIndex(of: "/")!)) + "/Fixtures/flushed-v6"
+    static let fixtureCount = 300
+
+    /// A store whose migration to `StreamV2` stopped part way through its didMigrate, after a
+    /// flush (store root version 6): power cut before each write of the migration in turn, the
+    /// unsynced writes kept, until the marker has the closure flushed flag.
+    static func interruptedAfterAFlush() throws -> MemoryFileSystem {
+        var configuration = Store.Configuration()
+        configuration.migrationFlushChanges = 40
+        for point in 0..<1_000 {
+            let fs = MemoryFileSystem()
+            try MigrationTests.createV1(at: "/store", count: fixtureCount, fileSystem: fs)
+            let first = fs.counters.operations
+            fs.setFaultInjector { $0.index == first + point ? .crash : nil }
+            do { try Store(at: "/store", schema: StreamV2.self, migrationPlan: StreamPlan.self, configuration: configuration, fileSystem: fs).close() } catch {}
+            fs.setFaultInjector(nil)
+            var random = SeededRandom(seed: 1)
+            fs.simulateCrash(mode: .keepAll, using: &random)
+            if try Store.interruptedMigration(at: "/store", fileSystem: fs)?.closureFlushed == true { return fs }
+        }
+        struct NoFlushedState: Error {}
+        throw NoFlushedState()
+    }
+
+    /// Writes the fixture when STRATA_WRITE_FLUSHED_FIXTURE names an empty folder.
+    @Test func writeFixtureWhenAsked() throws {
+        guard let target = getenv("STRATA_WRITE_FLUSHED_FIXTURE").map({ String(cString: $0) }) else { return }
+        let fs = try interruptedAfterAFlushForFixture()
+        for (path, bytes) in fs.allFiles() where path.hasPrefix("/store/") {
+            try Data(bytes).write(to: URL(fileURLWithPath: target + "/" + path.dropFirst("/store/".count)))
+        }
+    }
+
+    private func interruptedAfterAFlushForFixture() throws -> MemoryFileSystem {
+        withStreamProbe { $0 = StreamProbe() }
+        return try Self.interruptedAfterAFlush()
+    }
+
+    /// The golden store of a migration interrupted after a closure flushed (store root version
+    /// 6, never regenerated): a widget gets `migrationRequired`; the old app finds the old
+    /// version (the migration undone); the new app undoes it and migrates again from the start.
+    @Test func theGoldenStoreInterruptedAfterAFlushIsUndoneAndMigratedAgain() throws {
+        let folder = try temporaryDirectory()
+        defer { removeDirectory(folder) }
+        try copyFolder(Self.fixture, to: folder)
+        let interrupted = try Store.interruptedMigration(at: folder, fileSystem: POSIXFileSystem())
+        #expect(interrupted?.closureFlushed == true && interrupted?.phase == 2 && interrupted?.stage == 0)
+        #expect(try Store.storedSchema(at: folder)?.isMigrating == true)
+        var widget = Store.Configuration()
+        widget.isMigrationOwner = false
+        #expect(throws: StrataError.self) { try Store(at: folder, schema: StreamV2.self, migrationPlan: StreamPlan.self, configuration: widget) }
+        #expect(try Store.interruptedMigration(at: folder, fileSystem: POSIXFileSystem())?.closureFlushed == true)
+        // The old app: the migration undone, the old version intact.
+        let old = try Store(at: folder, schema: PeopleV1.self)
+        #expect(try Context(old).fetch(FetchDescriptor<PeopleV1.Person>()).map(\.record) == MigrationTests.v1People(Self.fixtureCount))
+        try old.close()
+        #expect(try Store.interruptedMigration(at: folder, fileSystem: POSIXFileSystem()) == nil)
+
+        // The new app on another copy: undone, then migrated again, willMigrate included.
+        let again = try temporaryDirectory()
+        defer { removeDirectory(again) }
+        try copyFolder(Self.fixture, to: again)
+        withStreamProbe { $0 = StreamProbe() }
+        let store = try Store(at: again, schema: StreamV2.self, migrationPlan: StreamPlan.self)
+        #expect(withStreamProbe { $0.willRuns } == 1 && withStreamProbe { $0.didRuns } == 1)
+        let expected = StreamPlan.expected(from: Self.fixtureCount)
+        let people = try Context(store).fetch(FetchDescriptor<StreamV2.Person>())
+        #expect(people.count == expected.count && people.allSatisfy { expected[$0.id.rawValue] == $0.record })
+        try store.close()
+    }
 }
