@@ -1,4 +1,6 @@
+import Dispatch
 import FoundationEssentials
+import Synchronization
 import StrataPageLog
 import StrataRecords
 
@@ -56,6 +58,32 @@ public final class Context {
 
     /// Set for a migration closure's context (with `savesWithStage`).
     private(set) var stageFlush: StageFlush?
+    /// A flush being written on a thread of its own while the closure goes on (stores without
+    /// unique attributes: see `flushIfNeeded`); reads see its changes under the context's own
+    /// until the next flush or the closure's last commit waits for it.
+    private var flushing: Flushing?
+
+    /// Journal counts per entity: inserted, updated, deleted.
+    typealias Counts = [UInt32: (inserted: UInt64, updated: UInt64, deleted: UInt64)]
+
+    /// What a closure's commit needs of `StageFlush`: flushes so far, the first new id of each
+    /// hierarchy and the counts carried so far.
+    private struct FlushState: Sendable {
+        var flushes: Int
+        var firstNewIDs: [UInt32: UInt64]
+        var counts: Counts
+    }
+
+    /// A flush in the background: its changes and, once written, its counts or error.
+    private final class Flushing: Sendable {
+        let changes: [UInt32: [UInt64: Change]]
+        let finished = DispatchSemaphore(value: 0)
+        let outcome = Mutex<Result<Counts, any Error>?>(nil)
+
+        init(changes: [UInt32: [UInt64: Change]]) {
+            self.changes = changes
+        }
+    }
     /// How many times this migration closure's context flushed its changes (tests).
     package var stageFlushCount: Int { stageFlush?.flushes ?? 0 }
     /// The unsaved changes past which this migration closure's context flushes (nil: a context
@@ -231,8 +259,8 @@ public final class Context {
     /// How a write belongs to a migration stage: a flush of a closure's changes (relaxed,
     /// flagged in the marker) or the closure's last commit, with the stage's progress.
     private enum StageWrite {
-        case flush(StageFlush)
-        case last(StageFlush?, (RecordTransaction) throws -> Void)
+        case flush(FlushState)
+        case last(FlushState?, (RecordTransaction) throws -> Void)
     }
 
     /// Writes `changes` in one record-store transaction (relationships maintained, unique
@@ -240,15 +268,15 @@ public final class Context {
     /// Returns, for a flush, the closure's journal counts with this flush's added.
     @discardableResult
     private static func write(_ changes: [UInt32: [UInt64: Change]], to store: Store, author: String?,
-                              stage: StageWrite? = nil) throws -> [UInt32: (inserted: UInt64, updated: UInt64, deleted: UInt64)] {
+                              stage: StageWrite? = nil) throws -> Counts {
         try store.checkWritable()
-        var carried: [UInt32: (inserted: UInt64, updated: UInt64, deleted: UInt64)] = [:]
+        var carried: Counts = [:]
         var durability = store.configuration.durability.pageLogDurability
         if case .flush? = stage { durability = .relaxed }  // made durable by the closure's last commit
         try store.translating {
             try store.records.write(durability: durability) { transaction in
                 store.beginJournal(transaction, author: author)
-                var flush: StageFlush?
+                var flush: FlushState?
                 if let stage {
                     // A migration stage's closures: their changes are summarized per entity,
                     // carried from flush to flush and journaled once, with the closure's last commit.
@@ -308,18 +336,83 @@ public final class Context {
     /// durable transaction — what a migration stage does with its closures' contexts. The
     /// history journal gets one summary per entity for the closure, its flushes included.
     func saveWithStage(_ extra: @escaping (RecordTransaction) throws -> Void) throws {
-        try Self.write(changes, to: store, author: author, stage: .last(stageFlush, extra))
+        try waitForFlush()
+        try Self.write(changes, to: store, author: author, stage: .last(stageFlush.map(state(of:)), extra))
         forgetChanges()
+    }
+
+    private func state(of flush: StageFlush) -> FlushState {
+        FlushState(flushes: flush.flushes, firstNewIDs: flush.firstNewIDs, counts: flush.counts)
     }
 
     /// A migration closure's context: writes the unsaved changes into the store when they pass
     /// the flush bounds, in a relaxed commit of the migration that flags the marker (so a crash
     /// before the closure's last commit undoes the migration instead of resuming the closure).
+    ///
+    /// When no entity of the store has a unique attribute, the commit is written on a thread
+    /// of its own while the closure goes on (its reads see the flushed changes through
+    /// `flushing` meanwhile); the next flush, and the closure's last commit, wait for it first,
+    /// and an error it met is thrown there. (A unique value is checked against the unsaved and
+    /// the stored records: one being written would be neither.)
     private func flushIfNeeded() throws {
         guard let stageFlush, unsavedChangeCount >= stageFlush.maximumChanges || unsavedBytes >= stageFlush.maximumBytes else { return }
-        stageFlush.counts = try Self.write(changes, to: store, author: author, stage: .flush(stageFlush))
+        try waitForFlush()
+        let state = state(of: stageFlush)
+        if !store.uniqueAttributes.isEmpty {
+            stageFlush.counts = try Self.write(changes, to: store, author: author, stage: .flush(state))
+            stageFlush.flushes += 1
+            forgetChanges()
+            return
+        }
+        let flush = Flushing(changes: changes)
+        let store = store, author = author
+        DispatchQueue.global(qos: .userInitiated).async {
+            let outcome = Result { try Self.write(flush.changes, to: store, author: author, stage: .flush(state)) }
+            flush.outcome.withLock { $0 = outcome }
+            flush.finished.signal()
+        }
+        flushing = flush
         stageFlush.flushes += 1
         forgetChanges()
+    }
+
+    /// Waits for the flush being written in the background, if any. On success its counts
+    /// become the closure's; on error its changes come back into the context (under the ones
+    /// made since) and the error is thrown.
+    func waitForFlush() throws {
+        guard let flush = flushing else { return }
+        flush.finished.wait()
+        flushing = nil
+        switch flush.outcome.withLock({ $0 }) {
+        case .success(let counts)?:
+            stageFlush?.counts = counts
+        case .failure(let error)?:
+            stageFlush?.flushes -= 1
+            for (entityID, entityChanges) in flush.changes {
+                for (id, change) in entityChanges where changes[entityID]?[id] == nil {
+                    changes[entityID, default: [:]][id] = change
+                    unsavedChangeCount += 1
+                    unsavedBytes += Self.cost(of: change)
+                }
+            }
+            changeGeneration += 1
+            throw error
+        case nil:
+            break
+        }
+    }
+
+    /// The unsaved change of record `id` of (concrete) entity `entityID` as reads see it: this
+    /// context's, else that of the flush being written.
+    private func change(_ entityID: UInt32, _ id: UInt64) -> Change? {
+        if let change = changes[entityID]?[id] { return change }
+        return flushing?.changes[entityID]?[id]
+    }
+
+    /// Every unsaved change of an entity as reads see them (the context's over the flush's).
+    private func pendingChanges(of entityID: UInt32) -> [UInt64: Change] {
+        guard let inFlight = flushing?.changes[entityID], !inFlight.isEmpty else { return changes[entityID] ?? [:] }
+        return inFlight.merging(changes[entityID] ?? [:]) { _, unsaved in unsaved }
     }
 
     /// Forgets every unsaved change.
@@ -360,7 +453,7 @@ public final class Context {
         }
         let family = store.model.family(of: try store.entityID(of: type))
         for member in family {
-            switch changes[member]?[id] {
+            switch change(member, id) {
             case .upsert(let bytes, _)?: return try bytes.withUnsafeBytes(body)
             case .delete?: return
             case nil: continue
@@ -395,8 +488,8 @@ public final class Context {
     public func fetch<Record: PersistentRecord>(_ descriptor: FetchDescriptor<Record>) throws -> [Identified<Record>] {
         let entityID = try store.entityID(of: Record.self)
         let family = store.model.family(of: entityID)  // the entity and its sub-entities
-        var pending = changes[entityID] ?? [:]
-        for member in family where member != entityID { pending.merge(changes[member] ?? [:]) { first, _ in first } }
+        var pending = pendingChanges(of: entityID)
+        for member in family where member != entityID { pending.merge(pendingChanges(of: member)) { first, _ in first } }
         var results: [Identified<Record>] = []
         // Records the predicate's byte-level pre-filter rejects are never decoded.
         let condition = try descriptor.predicate.map { try store.condition(for: $0) } ?? .constant(true)
@@ -562,7 +655,7 @@ public final class Context {
                 // batch was read.
                 var current: [UInt8]? = candidate.unsaved
                 var decided = candidate.decided
-                switch changes[candidate.entity]?[candidate.id] {
+                switch change(candidate.entity, candidate.id) {
                 case .delete?: continue
                 case .upsert(let bytes, _)?:
                     if candidate.unsaved.map({ $0 != bytes }) ?? true {
@@ -612,7 +705,7 @@ public final class Context {
         var bound = end  // identifiers below it are read whole in every tree
         let snapshot = try readSnapshot()
         for member in family {
-            let pending = changes[member] ?? [:]
+            let pending = changes[member] ?? [:], inFlight = flushing?.changes[member] ?? [:]
             var kept = 0
             let limit = bound
             try translatingErrors {
@@ -621,6 +714,7 @@ public final class Context {
                 try snapshot.reader(for: member).scan(from: cursor + 1, mapped: false) { id, bytes in
                     guard id < limit else { return false }
                     if !pending.isEmpty, pending[id] != nil { return true }  // the unsaved change wins (below)
+                    if !inFlight.isEmpty, inFlight[id] != nil { return true }
                     let decided = filters ? condition.evaluate(bytes) : nil
                     guard decided != false else { return true }
                     let start = batch.bytes.count
@@ -636,7 +730,13 @@ public final class Context {
             }
         }
         for member in family {
-            for (id, change) in changes[member] ?? [:] where id > cursor && id < bound {
+            let unsaved = changes[member] ?? [:]
+            for (id, change) in flushing?.changes[member] ?? [:] where id > cursor && id < bound && unsaved[id] == nil {
+                guard case .upsert(let bytes, _) = change else { continue }
+                let decided = filters ? bytes.withUnsafeBytes { condition.evaluate($0) } : nil
+                if decided != false { batch.records.append(Batch.Record(id: id, entity: member, range: 0..<0, decided: decided, unsaved: bytes)) }
+            }
+            for (id, change) in unsaved where id > cursor && id < bound {
                 guard case .upsert(let bytes, _) = change else { continue }
                 let decided = filters ? bytes.withUnsafeBytes { condition.evaluate($0) } : nil
                 if decided != false { batch.records.append(Batch.Record(id: id, entity: member, range: 0..<0, decided: decided, unsaved: bytes)) }
@@ -664,7 +764,7 @@ public final class Context {
         let family = store.model.family(of: entityID)
         var unsaved = false
         for member in family {
-            switch changes[member]?[id] {
+            switch change(member, id) {
             case .upsert?: return member
             case .delete?: unsaved = true
             case nil: break
@@ -683,7 +783,7 @@ public final class Context {
 
     /// The bytes of record `id` of its concrete entity, unsaved changes included.
     private func currentBytes(_ entityID: UInt32, _ id: UInt64) throws -> [UInt8]? {
-        switch changes[entityID]?[id] {
+        switch change(entityID, id) {
         case .upsert(let bytes, _)?: return bytes
         case .delete?: return nil
         case nil:

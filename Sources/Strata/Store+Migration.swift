@@ -280,6 +280,7 @@ struct MigrationRunner {
             let context = Context(try Store(records: records, schema: from.schema, configuration: stageConfiguration), author: "migration")
             context.savesWithStage = true
             try attributing(.willMigrate) {
+                defer { try? context.waitForFlush() }  // a failing closure: its flush ends before the undo
                 try willMigrate?(context)
                 try context.saveWithStage { transaction in
                     try transaction.setPendingCatalog(catalog.encoded())
@@ -338,6 +339,7 @@ struct MigrationRunner {
         let context = Context(try Store(records: records, schema: to.schema, configuration: stageConfiguration), author: "migration")
         context.savesWithStage = true
         try attributing(.didMigrate) {
+            defer { try? context.waitForFlush() }  // a failing closure: its flush ends before the undo
             try didMigrate?(context)
             try context.saveWithStage(advance)
         }

@@ -42,6 +42,8 @@ struct StreamProbe {
     var failingAge: Int?
     /// Records didMigrate visited more than once, or visited after deleting them.
     var revisits = 0
+    /// Whether didMigrate's enumerate and fetch disagreed after its loop (a flush may be in flight).
+    var enumerateDiffers = false
 }
 
 private let streamProbes = Mutex<[UInt: StreamProbe]>([:])
@@ -90,6 +92,14 @@ enum StreamPlan: SchemaMigrationPlan {
                 try context.update(id, to: StreamPlan.split(extra))
             }
             if let first = extras.first { try context.delete(first) }
+            // What the context sees — unsaved changes, a flush perhaps still being written, the
+            // store — is the same through enumerate and fetch.
+            var enumerated: [Identified<StreamV2.Person>] = []
+            try context.enumerate(FetchDescriptor<StreamV2.Person>(), batchSize: 50) { enumerated.append($0) }
+            let fetched = try context.fetch(FetchDescriptor<StreamV2.Person>())
+            if enumerated.map(\.id) != fetched.map(\.id) || enumerated.map(\.record) != fetched.map(\.record) {
+                withStreamProbe { $0.enumerateDiffers = true }
+            }
             try context.save()
             let flushes = context.stageFlushCount
             withStreamProbe { $0.flushes = flushes }
@@ -258,6 +268,7 @@ enum StreamPlan: SchemaMigrationPlan {
         let store = try Store(at: folder, schema: StreamV2.self, migrationPlan: StreamPlan.self, configuration: configuration)
         let probe = withStreamProbe { $0 }
         #expect(probe.didRuns == 1 && probe.revisits == 0)
+        #expect(!probe.enumerateDiffers)
         #expect(probe.flushLimit == 100)
         #expect(probe.flushes >= 9, "\(probe.flushes) flushes")
         // Memory is bounded by the flush, not the store: never more unsaved changes than the bound.
