@@ -72,6 +72,10 @@ public final class Context {
         var flushes: Int
         var firstNewIDs: [UInt32: UInt64]
         var counts: Counts
+        /// A flush written on a thread of its own waits for its sync there (the closure goes
+        /// on meanwhile, and most of its bytes are durable by its last commit); one written on
+        /// the closure's thread does not wait: the closure's last commit makes it durable.
+        var inBackground = false
     }
 
     /// A flush in the background: its changes and, once written, its counts or error.
@@ -272,9 +276,22 @@ public final class Context {
         try store.checkWritable()
         var carried: Counts = [:]
         var durability = store.configuration.durability.pageLogDurability
-        if case .flush? = stage { durability = .relaxed }  // made durable by the closure's last commit
+        var syncs = true
+        if case .flush(let state)? = stage {
+            // Before the closure's last commit a flush need not be durable: after a crash the
+            // migration is undone anyway (invariant 22).
+            durability = .durable
+            syncs = state.inBackground
+        }
+        func commit(_ body: (RecordTransaction) throws -> Void) throws {
+            if syncs {
+                try store.records.write(durability: durability, body)
+            } else {
+                _ = try store.records.writeDeferringSync(body)
+            }
+        }
         try store.translating {
-            try store.records.write(durability: durability) { transaction in
+            try commit { transaction in
                 store.beginJournal(transaction, author: author)
                 var flush: FlushState?
                 if let stage {
@@ -357,7 +374,7 @@ public final class Context {
     private func flushIfNeeded() throws {
         guard let stageFlush, unsavedChangeCount >= stageFlush.maximumChanges || unsavedBytes >= stageFlush.maximumBytes else { return }
         try waitForFlush()
-        let state = state(of: stageFlush)
+        var state = state(of: stageFlush)
         if !store.uniqueAttributes.isEmpty {
             stageFlush.counts = try Self.write(changes, to: store, author: author, stage: .flush(state))
             stageFlush.flushes += 1
@@ -366,8 +383,10 @@ public final class Context {
         }
         let flush = Flushing(changes: changes)
         let store = store, author = author
+        state.inBackground = true
+        let background = state
         DispatchQueue.global(qos: .userInitiated).async {
-            let outcome = Result { try Self.write(flush.changes, to: store, author: author, stage: .flush(state)) }
+            let outcome = Result { try Self.write(flush.changes, to: store, author: author, stage: .flush(background)) }
             flush.outcome.withLock { $0 = outcome }
             flush.finished.signal()
         }
