@@ -260,7 +260,7 @@ public final class Context {
         changeGeneration += 1
     }
 
-    /// How a write belongs to a migration stage: a flush of a closure's changes (relaxed,
+    /// How a write belongs to a migration stage: a flush of a closure's changes (not waited for,
     /// flagged in the marker) or the closure's last commit, with the stage's progress.
     private enum StageWrite {
         case flush(FlushState)
@@ -363,7 +363,7 @@ public final class Context {
     }
 
     /// A migration closure's context: writes the unsaved changes into the store when they pass
-    /// the flush bounds, in a relaxed commit of the migration that flags the marker (so a crash
+    /// the flush bounds, in a commit of the migration that flags the marker (so a crash
     /// before the closure's last commit undoes the migration instead of resuming the closure).
     ///
     /// When no entity of the store has a unique attribute, the commit is written on a thread
