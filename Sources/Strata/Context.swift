@@ -1,4 +1,7 @@
+import Dispatch
 import FoundationEssentials
+import Synchronization
+import StrataPageLog
 import StrataRecords
 import StrataSchema
 
@@ -24,8 +27,73 @@ public final class Context {
     /// Who makes the changes; recorded with each save (the history journal will carry it).
     public var author: String?
     /// Set for the contexts of a migration stage's closures: `save()` leaves the changes for
-    /// `saveWithStage(_:)`.
-    var savesWithStage = false
+    /// `saveWithStage(_:)`, and unsaved changes past `stageFlush`'s bounds are flushed into the
+    /// store in commits of the migration (Docs/Migrations.md, "Closures on large stores").
+    var savesWithStage = false {
+        didSet { if savesWithStage && stageFlush == nil { stageFlush = StageFlush(store: store) } }
+    }
+
+    /// What a migration closure's context carries from flush to flush.
+    final class StageFlush {
+        /// Unsaved changes (records inserted, updated or deleted) past which they are flushed.
+        var maximumChanges: Int
+        /// Encoded bytes of unsaved inserts and updates past which they are flushed.
+        var maximumBytes: Int
+        /// Flushes so far.
+        var flushes = 0
+        /// The largest number of unsaved changes the context held (tests: memory stays bounded).
+        var mostUnsavedChanges = 0
+        /// The history journal's per-entity counts of the flushes so far, journaled with the
+        /// closure's last commit.
+        var counts: [UInt32: (inserted: UInt64, updated: UInt64, deleted: UInt64)] = [:]
+        /// Per root entity, the first id the closure's inserts get: records at or above it were
+        /// inserted by this closure (ids are never reused and the closure is the only writer).
+        let firstNewIDs: [UInt32: UInt64]
+
+        init(store: Store) {
+            maximumChanges = store.configuration.migrationFlushChanges
+            maximumBytes = store.configuration.migrationFlushBytes
+            firstNewIDs = store.nextIDsSnapshot()
+        }
+    }
+
+    /// Set for a migration closure's context (with `savesWithStage`).
+    private(set) var stageFlush: StageFlush?
+    /// A flush being written on a thread of its own while the closure goes on (stores without
+    /// unique attributes: see `flushIfNeeded`); reads see its changes under the context's own
+    /// until the next flush or the closure's last commit waits for it.
+    private var flushing: Flushing?
+
+    /// Journal counts per entity: inserted, updated, deleted.
+    typealias Counts = [UInt32: (inserted: UInt64, updated: UInt64, deleted: UInt64)]
+
+    /// What a closure's commit needs of `StageFlush`: flushes so far, the first new id of each
+    /// hierarchy and the counts carried so far.
+    private struct FlushState: Sendable {
+        var flushes: Int
+        var firstNewIDs: [UInt32: UInt64]
+        var counts: Counts
+        /// A flush written on a thread of its own waits for its sync there (the closure goes
+        /// on meanwhile, and most of its bytes are durable by its last commit); one written on
+        /// the closure's thread does not wait: the closure's last commit makes it durable.
+        var inBackground = false
+    }
+
+    /// A flush in the background: its changes and, once written, its counts or error.
+    private final class Flushing: Sendable {
+        let changes: [UInt32: [UInt64: Change]]
+        let finished = DispatchSemaphore(value: 0)
+        let outcome = Mutex<Result<Counts, any Error>?>(nil)
+
+        init(changes: [UInt32: [UInt64: Change]]) {
+            self.changes = changes
+        }
+    }
+    /// How many times this migration closure's context flushed its changes (tests).
+    package var stageFlushCount: Int { stageFlush?.flushes ?? 0 }
+    /// The unsaved changes past which this migration closure's context flushes (nil: a context
+    /// that saves, not a migration closure's).
+    package var stageFlushLimit: Int? { stageFlush?.maximumChanges }
 
     private enum Change: Sendable {
         case upsert([UInt8], isNew: Bool)
@@ -34,6 +102,17 @@ public final class Context {
 
     /// Unsaved changes by entity id, then record id.
     private var changes: [UInt32: [UInt64: Change]] = [:]
+    /// How many changes `changes` holds (tests: a migration closure's memory stays bounded),
+    /// and the bytes of their encoded records.
+    package private(set) var unsavedChangeCount = 0
+    private var unsavedBytes = 0
+    /// Incremented whenever unsaved changes leave the context at once (saved, flushed, rolled
+    /// back): an enumeration then reads the records after its position again.
+    private var changeGeneration = 0
+    /// The record `enumerate` is visiting: its id, concrete entity and the change generation it
+    /// was read in. Until the generation changes, it exists as the snapshot read says (or as the
+    /// context's unsaved change says), so `update` need not look it up in the store again.
+    private var visiting: (id: UInt64, entity: UInt32, generation: Int)?
     /// The unique values unsaved inserts and updates hold: entity id → attribute id → full
     /// index key → record id (so two inserts of one unique value in a context make one record).
     private var pendingUnique: [UInt32: [UInt32: [[UInt8]: UInt64]]] = [:]
@@ -157,8 +236,7 @@ public final class Context {
     public func save() throws {
         guard hasChanges, !savesWithStage else { return }
         try Self.write(changes, to: store, author: author)
-        changes.removeAll()
-        pendingUnique.removeAll()
+        forgetChanges()
     }
 
     /// Writes every change atomically, as ``save()`` does, without blocking the caller's
@@ -170,21 +248,68 @@ public final class Context {
     nonisolated(nonsending) public func save() async throws {
         guard hasChanges, !savesWithStage else { return }
         let changes = changes, store = store, author = author
-        try await store.runOffTheCooperativePool { try Self.write(changes, to: store, author: author) }
-        self.changes.removeAll()
+        _ = try await store.runOffTheCooperativePool { try Self.write(changes, to: store, author: author) }
+        forgetChanges()
+    }
+
+    /// Empties the context's unsaved changes (saved or rolled back).
+    private func forgetChanges() {
+        changes.removeAll()
         pendingUnique.removeAll()
+        unsavedChangeCount = 0
+        unsavedBytes = 0
+        changeGeneration += 1
+    }
+
+    /// How a write belongs to a migration stage: a flush of a closure's changes (not waited for,
+    /// flagged in the marker) or the closure's last commit, with the stage's progress.
+    private enum StageWrite {
+        case flush(FlushState)
+        case last(FlushState?, (RecordTransaction) throws -> Void)
     }
 
     /// Writes `changes` in one record-store transaction (relationships maintained, unique
     /// values checked: see ``save()``).
+    /// Returns, for a flush, the closure's journal counts with this flush's added.
+    @discardableResult
     private static func write(_ changes: [UInt32: [UInt64: Change]], to store: Store, author: String?,
-                              alsoWriting extra: ((RecordTransaction) throws -> Void)? = nil) throws {
+                              stage: StageWrite? = nil) throws -> Counts {
         try store.checkWritable()
+        var carried: Counts = [:]
+        var durability = store.configuration.durability.pageLogDurability
+        var syncs = true
+        if case .flush(let state)? = stage {
+            // Before the closure's last commit a flush need not be durable: after a crash the
+            // migration is undone anyway (invariant 22).
+            durability = .durable
+            syncs = state.inBackground
+        }
+        func commit(_ body: (RecordTransaction) throws -> Void) throws {
+            if syncs {
+                try store.records.write(durability: durability, body)
+            } else {
+                _ = try store.records.writeDeferringSync(body)
+            }
+        }
         try store.translating {
-            try store.records.write(durability: store.configuration.durability.pageLogDurability) { transaction in
+            try commit { transaction in
                 store.beginJournal(transaction, author: author)
-                // A migration stage's closures: their changes are summarized per entity.
-                if extra != nil { transaction.history?.summarizes = true }
+                var flush: FlushState?
+                if let stage {
+                    // A migration stage's closures: their changes are summarized per entity,
+                    // carried from flush to flush and journaled once, with the closure's last commit.
+                    transaction.history?.summarizes = true
+                    transaction.mappedReads = false  // a closure may rewrite a whole store: leave none of it mapped
+                    transaction.defersLeafCompression = true  // compressed after the launch, as a transform's records
+                    switch stage {
+                    case .flush(let state): flush = state
+                    case .last(let state, _): flush = state
+                    }
+                    if let flush, flush.flushes > 0 {
+                        let model = store.model, first = flush.firstNewIDs
+                        transaction.history?.insertedEarlier = { entityID, id in id >= first[model.rootID(of: entityID), default: 1] }
+                    }
+                }
                 let graph = GraphTransaction(store: store, transaction: transaction)
                 for (entityID, entityChanges) in changes {
                     for (id, change) in entityChanges {
@@ -195,23 +320,124 @@ public final class Context {
                     }
                 }
                 try graph.commit()
-                try extra?(transaction)
+                guard let stage else { return }
+                var counts = flush?.counts ?? [:]
+                if let (taken, retracted) = transaction.history?.takeSummary() {
+                    for (entity, count) in taken {
+                        counts[entity, default: (0, 0, 0)].inserted += count.inserted
+                        counts[entity, default: (0, 0, 0)].updated += count.updated
+                        counts[entity, default: (0, 0, 0)].deleted += count.deleted
+                    }
+                    for (entity, number) in retracted {
+                        counts[entity, default: (0, 0, 0)].inserted -= min(number, counts[entity]?.inserted ?? 0)
+                    }
+                }
+                switch stage {
+                case .flush:
+                    transaction.updateMigration { $0.closureFlushed = true }
+                    // Kept once the commit succeeded (the caller): a failed flush leaves the counts as they were.
+                    carried = counts
+                case .last(_, let extra):
+                    for (entity, count) in counts.sorted(by: { $0.key < $1.key }) where count != (0, 0, 0) {
+                        transaction.history?.recordMigration(entityID: entity, inserted: count.inserted, updated: count.updated,
+                                                             deleted: count.deleted)
+                    }
+                    transaction.updateMigration { $0.closureFlushed = false }
+                    try extra(transaction)
+                }
             }
         }
+        return carried
     }
 
     /// Commits every unsaved change and `extra`'s writes (the stage's progress) in one
-    /// durable transaction — what a migration stage does with its closures' contexts.
+    /// durable transaction — what a migration stage does with its closures' contexts. The
+    /// history journal gets one summary per entity for the closure, its flushes included.
     func saveWithStage(_ extra: @escaping (RecordTransaction) throws -> Void) throws {
-        try Self.write(changes, to: store, author: author, alsoWriting: extra)
-        changes.removeAll()
-        pendingUnique.removeAll()
+        try waitForFlush()
+        try Self.write(changes, to: store, author: author, stage: .last(stageFlush.map(state(of:)), extra))
+        forgetChanges()
+    }
+
+    private func state(of flush: StageFlush) -> FlushState {
+        FlushState(flushes: flush.flushes, firstNewIDs: flush.firstNewIDs, counts: flush.counts)
+    }
+
+    /// A migration closure's context: writes the unsaved changes into the store when they pass
+    /// the flush bounds, in a commit of the migration that flags the marker (so a crash
+    /// before the closure's last commit undoes the migration instead of resuming the closure).
+    ///
+    /// When no entity of the store has a unique attribute, the commit is written on a thread
+    /// of its own while the closure goes on (its reads see the flushed changes through
+    /// `flushing` meanwhile); the next flush, and the closure's last commit, wait for it first,
+    /// and an error it met is thrown there. (A unique value is checked against the unsaved and
+    /// the stored records: one being written would be neither.)
+    private func flushIfNeeded() throws {
+        guard let stageFlush, unsavedChangeCount >= stageFlush.maximumChanges || unsavedBytes >= stageFlush.maximumBytes else { return }
+        try waitForFlush()
+        var state = state(of: stageFlush)
+        if !store.uniqueAttributes.isEmpty {
+            stageFlush.counts = try Self.write(changes, to: store, author: author, stage: .flush(state))
+            stageFlush.flushes += 1
+            forgetChanges()
+            return
+        }
+        let flush = Flushing(changes: changes)
+        let store = store, author = author
+        state.inBackground = true
+        let background = state
+        DispatchQueue.global(qos: .userInitiated).async {
+            let outcome = Result { try Self.write(flush.changes, to: store, author: author, stage: .flush(background)) }
+            flush.outcome.withLock { $0 = outcome }
+            flush.finished.signal()
+        }
+        flushing = flush
+        stageFlush.flushes += 1
+        forgetChanges()
+    }
+
+    /// Waits for the flush being written in the background, if any. On success its counts
+    /// become the closure's; on error its changes come back into the context (under the ones
+    /// made since) and the error is thrown.
+    func waitForFlush() throws {
+        guard let flush = flushing else { return }
+        flush.finished.wait()
+        flushing = nil
+        switch flush.outcome.withLock({ $0 }) {
+        case .success(let counts)?:
+            stageFlush?.counts = counts
+        case .failure(let error)?:
+            stageFlush?.flushes -= 1
+            for (entityID, entityChanges) in flush.changes {
+                for (id, change) in entityChanges where changes[entityID]?[id] == nil {
+                    changes[entityID, default: [:]][id] = change
+                    unsavedChangeCount += 1
+                    unsavedBytes += Self.cost(of: change)
+                }
+            }
+            changeGeneration += 1
+            throw error
+        case nil:
+            break
+        }
+    }
+
+    /// The unsaved change of record `id` of (concrete) entity `entityID` as reads see it: this
+    /// context's, else that of the flush being written.
+    private func change(_ entityID: UInt32, _ id: UInt64) -> Change? {
+        if let change = changes[entityID]?[id] { return change }
+        return flushing?.changes[entityID]?[id]
+    }
+
+    /// Every unsaved change of an entity as reads see them (the context's over the flush's).
+    private func pendingChanges(of entityID: UInt32) -> [UInt64: Change] {
+        guard let inFlight = flushing?.changes[entityID], !inFlight.isEmpty else { return changes[entityID] ?? [:] }
+        return inFlight.merging(changes[entityID] ?? [:]) { _, unsaved in unsaved }
     }
 
     /// Forgets every unsaved change.
     public func rollback() {
-        changes.removeAll()
-        pendingUnique.removeAll()
+        forgetChanges()
     }
 
     // MARK: Reading
@@ -247,7 +473,7 @@ public final class Context {
         }
         let family = store.model.family(of: try store.entityID(of: type))
         for member in family {
-            switch changes[member]?[id] {
+            switch change(member, id) {
             case .upsert(let bytes, _)?: return try bytes.withUnsafeBytes(body)
             case .delete?: return
             case nil: continue
@@ -282,8 +508,8 @@ public final class Context {
     public func fetch<Record: PersistentRecord>(_ descriptor: FetchDescriptor<Record>) throws -> [Identified<Record>] {
         let entityID = try store.entityID(of: Record.self)
         let family = store.model.family(of: entityID)  // the entity and its sub-entities
-        var pending = changes[entityID] ?? [:]
-        for member in family where member != entityID { pending.merge(changes[member] ?? [:]) { first, _ in first } }
+        var pending = pendingChanges(of: entityID)
+        for member in family where member != entityID { pending.merge(pendingChanges(of: member)) { first, _ in first } }
         var results: [Identified<Record>] = []
         // Records the predicate's byte-level pre-filter rejects are never decoded.
         let condition = try descriptor.predicate.map { try store.condition(for: $0) } ?? .constant(true)
@@ -375,6 +601,174 @@ public final class Context {
         return ({ condition.evaluate($0) }, { condition.evaluate(prefix: $0, recordLength: $1) })
     }
 
+    /// Calls `block` with each record a descriptor selects, reading the store `batchSize`
+    /// records at a time — SwiftData's `enumerate(_:batchSize:)`: memory is bounded by a batch,
+    /// not by the store, where ``fetch(_:)`` holds every result at once.
+    ///
+    /// Records come in identifier order (records of sub-entities included, read as `Record`),
+    /// each batch read from the store's latest snapshot with the context's unsaved changes
+    /// applied, as `fetch` applies them; a predicate is evaluated as `fetch` evaluates it (the
+    /// byte-level pre-filter first, so rejected records are never decoded). `fetchOffset` and
+    /// `fetchLimit` apply to that order. Records inserted after the enumeration started (by
+    /// `block` or another context) are not visited.
+    ///
+    /// `block` may insert, update and delete records through this context while it runs (there
+    /// is no `allowEscapingMutations` to set): each record is visited **at most once**, and
+    /// with the values it has when its turn comes — a record deleted before its turn is not
+    /// visited, one updated before its turn is visited with its new values (and only if the
+    /// predicate still accepts them). In a migration stage's `willMigrate` and `didMigrate`,
+    /// the changes `block` makes are flushed into the store as they pile up (Docs/Migrations.md,
+    /// "Closures on large stores"), so the whole loop — read, change, `save()` — runs in memory
+    /// bounded by the batch and the flush, whatever the store's size.
+    ///
+    /// With `sortBy`, the records must be ordered before the first is visited: the matching
+    /// records are read as `fetch` reads them (all held at once while they are sorted), then
+    /// only their identifiers are kept and each record is read again, with its current
+    /// values, at its turn. Memory then grows with the number of matching records.
+    ///
+    /// - Parameters:
+    ///   - descriptor: The predicate, sort order, offset and limit.
+    ///   - batchSize: How many records are read from the store at a time (at least 1).
+    ///   - block: Called with each record and its identifier; what it throws ends the
+    ///     enumeration and is rethrown.
+    /// - Throws: `.recordCoding` for a stored record that cannot be read as `Record`; an error
+    ///   the predicate or `block` throws; storage errors.
+    public func enumerate<Record: PersistentRecord>(_ descriptor: FetchDescriptor<Record>, batchSize: Int = 5_000,
+                                                    _ block: (Identified<Record>) throws -> Void) throws {
+        let entityID = try store.entityID(of: Record.self)
+        let family = store.model.family(of: entityID)
+        var skip = max(0, descriptor.fetchOffset ?? 0)
+        var remaining = descriptor.fetchLimit.map { max(0, $0) } ?? .max
+        guard remaining > 0 else { return }
+        if !descriptor.sortBy.isEmpty {
+            // The order needs every matching record: sort them, keep the identifiers only.
+            var unlimited = descriptor
+            unlimited.fetchLimit = nil
+            unlimited.fetchOffset = nil
+            let order = try fetch(unlimited).map(\.id.rawValue)
+            for id in order {
+                var current: Record?
+                try withRecordBytes(of: Record.self, id: id) { current = try decodeRecord(Record.self, from: $0) }
+                guard let record = current else { continue }  // deleted before its turn
+                if let predicate = descriptor.predicate, try !predicate.evaluate(record) { continue }
+                if skip > 0 { skip -= 1; continue }
+                try block(Identified(id: RecordID(rawValue: id), record: record))
+                remaining -= 1
+                if remaining == 0 { return }
+            }
+            return
+        }
+        let condition = try descriptor.predicate.map { try store.condition(for: $0) } ?? .constant(true)
+        let filters = condition.isUseful
+        // Records inserted from now on have larger identifiers: they are not visited.
+        let end: UInt64 = pinnedSnapshot != nil ? .max : store.nextID(ofHierarchyOf: entityID)
+        let size = max(1, batchSize)
+        var cursor: UInt64 = 0  // the last identifier visited or passed
+        while true {
+            let generation = changeGeneration
+            let batch = try readBatch(family: family, after: cursor, below: end, count: size, condition: condition, filters: filters)
+            if batch.records.isEmpty { return }
+            for candidate in batch.records {
+                // The unsaved changes left the context (saved, flushed, rolled back): the batch is
+                // stale; read the records after the cursor again.
+                if changeGeneration != generation { break }
+                cursor = candidate.id
+                // The record as this context sees it now: `block` may have changed it since the
+                // batch was read.
+                var current: [UInt8]? = candidate.unsaved
+                var decided = candidate.decided
+                switch change(candidate.entity, candidate.id) {
+                case .delete?: continue
+                case .upsert(let bytes, _)?:
+                    if candidate.unsaved.map({ $0 != bytes }) ?? true {
+                        current = bytes
+                        decided = filters ? bytes.withUnsafeBytes { condition.evaluate($0) } : nil
+                        if decided == false { continue }
+                    }
+                case nil:
+                    if candidate.unsaved != nil { continue }  // an unsaved insert since deleted
+                }
+                let record = try current.map { try $0.withUnsafeBytes { try decodeRecord(Record.self, from: $0) } }
+                    ?? batch.bytes.withUnsafeBytes { try decodeRecord(Record.self, from: UnsafeRawBufferPointer(rebasing: $0[candidate.range])) }
+                if decided == nil, let predicate = descriptor.predicate, try !predicate.evaluate(record) { continue }
+                if skip > 0 { skip -= 1; continue }
+                visiting = (candidate.id, candidate.entity, generation)
+                defer { visiting = nil }
+                try block(Identified(id: RecordID(rawValue: candidate.id), record: record))
+                remaining -= 1
+                if remaining == 0 { return }
+            }
+        }
+    }
+
+    /// Records `enumerate` read: the stored ones' bytes back to back in one buffer (no array
+    /// per record), each record's concrete entity, the pre-filter's answer, and the bytes of
+    /// an unsaved change it came from.
+    private struct Batch {
+        struct Record {
+            var id: UInt64
+            var entity: UInt32
+            var range: Range<Int>
+            var decided: Bool?
+            var unsaved: [UInt8]?
+        }
+        var records: [Record] = []
+        var bytes: [UInt8] = []
+    }
+
+    /// Up to about `count` records of `family` with identifiers after `cursor` and below `end`
+    /// that the pre-filter does not reject, in identifier order, as this context sees them now:
+    /// a stretch of identifiers read whole (at most `count` from each tree, plus the unsaved
+    /// changes in that stretch), so the next batch starts after the last one.
+    private func readBatch(family: [UInt32], after cursor: UInt64, below end: UInt64, count: Int,
+                           condition: RecordCondition, filters: Bool) throws -> Batch {
+        guard cursor < end - 1 || end == .max else { return Batch() }
+        var batch = Batch()
+        var bound = end  // identifiers below it are read whole in every tree
+        let snapshot = try readSnapshot()
+        for member in family {
+            let pending = changes[member] ?? [:], inFlight = flushing?.changes[member] ?? [:]
+            var kept = 0
+            let limit = bound
+            try translatingErrors {
+                // Read with pread, not through the memory map: a pass over a whole store leaves
+                // nothing of it mapped into the process.
+                try snapshot.reader(for: member).scan(from: cursor + 1, mapped: false) { id, bytes in
+                    guard id < limit else { return false }
+                    if !pending.isEmpty, pending[id] != nil { return true }  // the unsaved change wins (below)
+                    if !inFlight.isEmpty, inFlight[id] != nil { return true }
+                    let decided = filters ? condition.evaluate(bytes) : nil
+                    guard decided != false else { return true }
+                    let start = batch.bytes.count
+                    batch.bytes.append(contentsOf: bytes)
+                    batch.records.append(Batch.Record(id: id, entity: member, range: start..<batch.bytes.count, decided: decided, unsaved: nil))
+                    kept += 1
+                    if kept == count {
+                        bound = id + 1
+                        return false
+                    }
+                    return true
+                }
+            }
+        }
+        for member in family {
+            let unsaved = changes[member] ?? [:]
+            for (id, change) in flushing?.changes[member] ?? [:] where id > cursor && id < bound && unsaved[id] == nil {
+                guard case .upsert(let bytes, _) = change else { continue }
+                let decided = filters ? bytes.withUnsafeBytes { condition.evaluate($0) } : nil
+                if decided != false { batch.records.append(Batch.Record(id: id, entity: member, range: 0..<0, decided: decided, unsaved: bytes)) }
+            }
+            for (id, change) in unsaved where id > cursor && id < bound {
+                guard case .upsert(let bytes, _) = change else { continue }
+                let decided = filters ? bytes.withUnsafeBytes { condition.evaluate($0) } : nil
+                if decided != false { batch.records.append(Batch.Record(id: id, entity: member, range: 0..<0, decided: decided, unsaved: bytes)) }
+            }
+        }
+        if family.count > 1 { batch.records.removeAll { $0.id >= bound } }
+        batch.records.sort { $0.id < $1.id }
+        return batch
+    }
+
     /// The fewest records a tree holds for a filtered fetch to scan it on several threads
     /// (`Store.Configuration.scanThreads`): below it, starting threads costs more than they save.
     static let parallelScanMinimum: UInt64 = 20_000
@@ -402,8 +796,8 @@ public final class Context {
     public func fetchCount<Record: PersistentRecord>(_ descriptor: FetchDescriptor<Record>) throws -> Int {
         let entityID = try store.entityID(of: Record.self)
         let family = store.model.family(of: entityID)  // the entity and its sub-entities
-        var pending = changes[entityID] ?? [:]
-        for member in family where member != entityID { pending.merge(changes[member] ?? [:]) { first, _ in first } }
+        var pending = pendingChanges(of: entityID)
+        for member in family where member != entityID { pending.merge(pendingChanges(of: member)) { first, _ in first } }
         let snapshot = try readSnapshot()
         let condition = try descriptor.predicate.map { try store.condition(for: $0) } ?? .constant(true)
         let offset = max(0, descriptor.fetchOffset ?? 0)
@@ -426,8 +820,9 @@ public final class Context {
         var total = family.reduce(0) { $0 + Int(clamping: snapshot.root.entities[$1]?.tree.count ?? 0) }
         for (id, change) in pending {
             if case .upsert = change { total += 1 }
-            // An unsaved insert's id is new: no tree holds it.
-            if case .upsert(_, true) = change { continue }
+            // An unsaved insert's id is new: no tree holds it — unless a flush being written
+            // (a migration stage's closure) has committed it since.
+            if case .upsert(_, true) = change, flushing == nil { continue }
             for member in family where try translatingErrors({ try snapshot.reader(for: member).contains(id) }) {
                 total -= 1
                 break
@@ -586,13 +981,18 @@ public final class Context {
         let family = store.model.family(of: entityID)
         var unsaved = false
         for member in family {
-            switch changes[member]?[id] {
+            switch change(member, id) {
             case .upsert?: return member
             case .delete?: unsaved = true
             case nil: break
             }
         }
         if unsaved { return nil }
+        // The record `enumerate` is visiting exists (read in this change generation, and no
+        // unsaved change of this context deleted it: above).
+        if let visiting, visiting.id == id, visiting.generation == changeGeneration, family.contains(visiting.entity) {
+            return visiting.entity
+        }
         let snapshot = try readSnapshot()
         for member in family where try translatingErrors({ try snapshot.reader(for: member).contains(id) }) { return member }
         return nil
@@ -600,7 +1000,7 @@ public final class Context {
 
     /// The bytes of record `id` of its concrete entity, unsaved changes included.
     private func currentBytes(_ entityID: UInt32, _ id: UInt64) throws -> [UInt8]? {
-        switch changes[entityID]?[id] {
+        switch change(entityID, id) {
         case .upsert(let bytes, _)?: return bytes
         case .delete?: return nil
         case nil:
@@ -628,7 +1028,20 @@ public final class Context {
                 }
             }
         }
+        let previous = changes[entityID]?[id]
         changes[entityID, default: [:]][id] = change
+        if previous != nil { unsavedChangeCount -= 1; unsavedBytes -= Self.cost(of: previous) }
+        if change != nil { unsavedChangeCount += 1; unsavedBytes += Self.cost(of: change) }
+        if let stageFlush {
+            stageFlush.mostUnsavedChanges = max(stageFlush.mostUnsavedChanges, unsavedChangeCount)
+            try flushIfNeeded()
+        }
+    }
+
+    /// The memory a change takes, roughly: its encoded record and the dictionary entry.
+    private static func cost(of change: Change?) -> Int {
+        if case .upsert(let bytes, _)? = change { return bytes.count + 48 }
+        return change == nil ? 0 : 48
     }
 
     /// The non-null unique values of a record, as full index keys.

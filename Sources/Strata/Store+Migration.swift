@@ -86,11 +86,14 @@ extension Store {
                 let stored = try MigrationRunner.catalog(of: records)?.version(id: marker.fromCatalogVersion)?.schemaVersion
                 throw StrataError.migrationRequired(stored: stored, required: schema.version)
             } else if let marker = try translatingErrors({ try records.snapshot().root.migration }),
-               let plan, marker.targetChecksum == schema.checksum.bytes, try Self.canResume(marker, plan: plan, records: records) {
+               let plan, marker.targetChecksum == schema.checksum.bytes, !marker.closureFlushed,
+               try Self.canResume(marker, plan: plan, records: records) {
                 // Killed during a migration this app runs too: finish it from where it got.
                 resuming = marker
             } else if let marker = try translatingErrors({ try records.snapshot().root.migration }) {
-                // Killed during a migration to another version: go back to the store as it was before it.
+                // Killed during a migration to another version — or part way through a closure
+                // that had flushed changes, which cannot be resumed (it would run again on
+                // half-changed data): go back to the store as it was before the migration.
                 try translatingErrors {
                     try records.log.close()
                     try PageLog.rollBack(directory: path, fileSystem: fileSystem,
@@ -277,6 +280,7 @@ struct MigrationRunner {
             let context = Context(try Store(records: records, schema: from.schema, configuration: stageConfiguration), author: "migration")
             context.savesWithStage = true
             try attributing(.willMigrate) {
+                defer { try? context.waitForFlush() }  // a failing closure: its flush ends before the undo
                 try willMigrate?(context)
                 try context.saveWithStage { transaction in
                     try transaction.setPendingCatalog(catalog.encoded())
@@ -335,6 +339,7 @@ struct MigrationRunner {
         let context = Context(try Store(records: records, schema: to.schema, configuration: stageConfiguration), author: "migration")
         context.savesWithStage = true
         try attributing(.didMigrate) {
+            defer { try? context.waitForFlush() }  // a failing closure: its flush ends before the undo
             try didMigrate?(context)
             try context.saveWithStage(advance)
         }
@@ -435,6 +440,15 @@ extension Store {
             let root = try records.snapshot().root
             guard let latest = try MigrationRunner.catalog(of: records)?.latest else { return nil }
             return StoredSchema(version: latest.schemaVersion, checksum: latest.checksum, isMigrating: root.migration != nil)
+        }
+    }
+
+    /// The interrupted migration of the store at `path`, read as `storedSchema` reads (tests):
+    /// its stage, phase and whether a closure had flushed changes; nil when none.
+    package static func interruptedMigration(at path: String, fileSystem: any FileSystem)
+        throws -> (stage: Int, phase: UInt8, closureFlushed: Bool)? {
+        try peek(at: path, configuration: Configuration(), fileSystem: fileSystem) { records in
+            try records.snapshot().root.migration.map { (Int($0.stage), $0.phase.rawValue, $0.closureFlushed) }
         }
     }
 

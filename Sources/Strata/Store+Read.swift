@@ -47,6 +47,15 @@ extension Store {
             try context.fetch(descriptor)
         }
 
+        /// Calls `block` with each record a descriptor selects, in identifier order (or the
+        /// descriptor's sort order), reading `batchSize` records at a time from the pinned
+        /// snapshot: memory bounded by a batch, not by the store.
+        /// - Throws: as `Context.enumerate(_:batchSize:_:)`.
+        public func enumerate<Record: PersistentRecord>(_ descriptor: FetchDescriptor<Record>, batchSize: Int = 5_000,
+                                                        _ block: (Identified<Record>) throws -> Void) throws {
+            try context.enumerate(descriptor, batchSize: batchSize, block)
+        }
+
         /// How many records a descriptor selects (limit and offset applied), counted as
         /// `Context.fetchCount(_:)` counts them: without a predicate from the store root's
         /// record counts (no record read), with one decoding only the records the byte-level

@@ -57,6 +57,12 @@ public final class Store: Sendable {
         public var migrationOldVersion: (@Sendable (Store) -> Void)?
         /// The history journal: on by default, keeping 30 days and at most 64 MiB.
         public var history = History()
+        /// In a migration stage's `willMigrate` and `didMigrate`: the unsaved changes (records
+        /// inserted, updated or deleted) and their encoded bytes past which the context flushes
+        /// them into the store in a commit of the migration (Docs/Migrations.md, "Closures on
+        /// large stores"), so a closure's memory stays bounded whatever the store's size.
+        package var migrationFlushChanges = 10_000
+        package var migrationFlushBytes = 8 << 20
 
         /// The defaults.
         public init() {}
@@ -280,6 +286,19 @@ public final class Store: Sendable {
     func uniqueViolation(entityID: UInt32, attributeID: UInt32, existing: String) -> StrataError {
         let names = binding.names(entityID: entityID, attributeID: attributeID)
         return .uniqueConstraintViolation(entity: names.entity, attribute: names.attribute, existing: existing)
+    }
+
+    /// The next identifier of each hierarchy (by root entity id) as of now; a hierarchy not
+    /// listed starts at 1.
+    func nextIDsSnapshot() -> [UInt32: UInt64] {
+        nextIDs.withLock { $0 }
+    }
+
+    /// The next identifier the hierarchy of `entityID` hands out: every record it holds, saved
+    /// or not, has a smaller one.
+    func nextID(ofHierarchyOf entityID: UInt32) -> UInt64 {
+        let rootID = model.rootID(of: entityID)
+        return nextIDs.withLock { $0[rootID, default: 1] }
     }
 
     /// A new identifier for a record of `entityID`, unique in its inheritance hierarchy.

@@ -199,6 +199,11 @@ package final class HistoryRecorder {
     package var tombstoneAttributes: [UInt32: Set<UInt32>] = [:]
     /// Record per entity how many records changed instead of each change (migrations).
     @exclusivity(unchecked) package var summarizes = false
+    /// While summarizing: whether record `id` of an entity was inserted by an earlier
+    /// transaction of the same summary (a migration closure's flush, `takeSummary()`). Its
+    /// update is then no change of the summary (it counts as inserted already) and its delete
+    /// takes back that insert (`retracted`) instead of counting as deleted.
+    package var insertedEarlier: ((_ entityID: UInt32, _ id: UInt64) -> Bool)?
     /// Per entity id, the properties (attributes and relationships) of the schema version the
     /// writer is bound to, each with the value a read gives a record that lacks it (its catalog
     /// default; `.null` for none). Updates and tombstones are journaled as the app reads the
@@ -216,6 +221,8 @@ package final class HistoryRecorder {
     // Unchecked: the transaction's thread only, and changed on every insert journaled.
     @exclusivity(unchecked) private var run: (entity: UInt32, first: UInt64, count: UInt64)?
     private var summary: [UInt32: (inserted: UInt64, updated: UInt64, deleted: UInt64)] = [:]
+    /// Per entity, deletes of records `insertedEarlier` names (while summarizing).
+    private var retracted: [UInt32: UInt64] = [:]
     private var hasOperations = false
     /// Bytes of the parts written so far.
     private(set) var bytesWritten: UInt64 = 0
@@ -229,6 +236,15 @@ package final class HistoryRecorder {
     /// Whether the transaction changed no record (it gets no entry).
     package var isEmpty: Bool { !hasOperations && run == nil && summary.isEmpty }
 
+    /// Takes the per-entity counts summarized so far out of this transaction's entry (which
+    /// then journals none of them), with the deletes that took back earlier inserts
+    /// (`insertedEarlier`): a migration closure carries them from flush to flush and journals
+    /// the totals with its last commit (`recordMigration`).
+    package func takeSummary() -> (counts: [UInt32: (inserted: UInt64, updated: UInt64, deleted: UInt64)], retracted: [UInt32: UInt64]) {
+        defer { summary.removeAll(); retracted.removeAll() }
+        return (summary, retracted)
+    }
+
     func recordInsert(entityID: UInt32, id: UInt64) throws {
         if summarizes { summary[entityID, default: (0, 0, 0)].inserted += 1; return }
         if let current = run, current.entity == entityID, current.first + current.count == id {
@@ -241,7 +257,10 @@ package final class HistoryRecorder {
 
     func recordUpdate(entityID: UInt32, id: UInt64, old: [UInt8], new: [UInt8]) throws {
         guard old != new else { return }
-        if summarizes { summary[entityID, default: (0, 0, 0)].updated += 1; return }
+        if summarizes {
+            if insertedEarlier?(entityID, id) != true { summary[entityID, default: (0, 0, 0)].updated += 1 }
+            return
+        }
         let before: [(id: UInt32, value: Value)], after: [(id: UInt32, value: Value)]
         do {
             before = try RecordCodec.decodeFields(old)
@@ -280,7 +299,10 @@ package final class HistoryRecorder {
     }
 
     func recordDelete(entityID: UInt32, id: UInt64, old: [UInt8]) throws {
-        if summarizes { summary[entityID, default: (0, 0, 0)].deleted += 1; return }
+        if summarizes {
+            if insertedEarlier?(entityID, id) == true { retracted[entityID, default: 0] += 1 } else { summary[entityID, default: (0, 0, 0)].deleted += 1 }
+            return
+        }
         var tombstone: [UInt8] = []
         if let kept = tombstoneAttributes[entityID], !kept.isEmpty {
             do {

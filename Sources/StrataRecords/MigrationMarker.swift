@@ -7,10 +7,11 @@ import StrataFormat
 /// record trees its transforms fill.
 ///
 /// ```
-/// migration := "MIGR" phase:u8 reserved:u8 reserved:u16 rollbackSegment:u64 rollbackOffset:u64
+/// migration := "MIGR" phase:u8 flags:u8 reserved:u16 rollbackSegment:u64 rollbackOffset:u64
 ///              fromCatalogVersion:u32 stage:u32 targetChecksum:byte{32} pendingCatalogPage:u64
 ///              shadowCount:u32 shadow{shadowCount}               ; ascending entity id
 ///              retiredCount:u32 retired{retiredCount}
+/// ; flags (store root version 6 only, 0 before): bit 0 = a closure of the running stage flushed changes
 /// shadow    := entityID:u32 flags:u32 rootPage:u64 count:u64 nextRowID:u64 cursor:u64   ; 40 bytes
 /// retired   := rootPage:u64 height:u32 reserved:u32 freedBelow:u64                     ; 24 bytes
 /// ```
@@ -21,6 +22,8 @@ package struct MigrationMarker: Equatable, Sendable {
     static let shadowSize = 40
     static let retiredSize = 24
     static let doneFlag: UInt32 = 1
+    /// The marker's flag (store root version 6): a closure of the running stage flushed changes.
+    static let closureFlushedFlag: UInt8 = 1
 
     /// Where a stage is.
     package enum Phase: UInt8, Sendable {
@@ -68,6 +71,11 @@ package struct MigrationMarker: Equatable, Sendable {
     package var shadows: [UInt32: Shadow]
     /// Trees the switch replaced, whose pages are being freed (RetiredTree.swift).
     package var retired: [RetiredTree] = []
+    /// Whether a `willMigrate` or `didMigrate` of the running stage wrote some of its changes
+    /// into the store before the commit that ends it (a flush, `Context`): the store is then
+    /// part way through a closure, which cannot be resumed — the migration is undone and run
+    /// again from its rollback point. Stored as flag bit 0 in a version 6 store root only.
+    package var closureFlushed = false
 
     package init(phase: Phase = .started, rollbackSegment: UInt64, rollbackOffset: UInt64, fromCatalogVersion: UInt32, stage: UInt32,
                  targetChecksum: [UInt8], pendingCatalogPage: UInt64 = 0, shadows: [UInt32: Shadow] = [:]) {
@@ -84,7 +92,7 @@ package struct MigrationMarker: Equatable, Sendable {
     func append(to writer: inout ByteWriter) {
         writer.append(bytes: Self.magic)
         writer.append(phase.rawValue)
-        writer.append(UInt8(0))
+        writer.append(closureFlushed ? Self.closureFlushedFlag : 0)
         writer.append(UInt16(0))
         writer.append(rollbackSegment)
         writer.append(rollbackOffset)
@@ -110,8 +118,9 @@ package struct MigrationMarker: Equatable, Sendable {
         }
     }
 
-    /// Reads a marker that must take exactly the rest of `reader`.
-    static func read(from reader: inout ByteReader) throws -> MigrationMarker {
+    /// Reads a marker that must take exactly the rest of `reader`; `allowsFlags` (a version 6
+    /// root) lets its byte 5 hold flags, reserved otherwise.
+    static func read(from reader: inout ByteReader, allowsFlags: Bool = false) throws -> MigrationMarker {
         let at = reader.position
         guard reader.remaining >= fixedSize, try reader.readBytes(4, "migration magic") == magic else {
             throw FormatError("a version 3 store root without a valid migration marker", at: at)
@@ -119,14 +128,19 @@ package struct MigrationMarker: Equatable, Sendable {
         guard let phase = Phase(rawValue: try reader.read(UInt8.self, "migration phase")) else {
             throw FormatError("unknown migration phase", at: at + 4)
         }
-        guard try reader.read(UInt8.self, "reserved") == 0, try reader.read(UInt16.self, "reserved") == 0 else {
-            throw FormatError("reserved migration marker field is not zero", at: at + 5)
+        let flags = try reader.read(UInt8.self, "migration flags")
+        guard flags & ~(allowsFlags ? closureFlushedFlag : 0) == 0 else {
+            throw FormatError(allowsFlags ? "unknown migration marker flags \(flags)" : "reserved migration marker field is not zero", at: at + 5)
+        }
+        guard try reader.read(UInt16.self, "reserved") == 0 else {
+            throw FormatError("reserved migration marker field is not zero", at: at + 6)
         }
         var marker = MigrationMarker(
             phase: phase, rollbackSegment: try reader.read(UInt64.self, "rollback segment"),
             rollbackOffset: try reader.read(UInt64.self, "rollback offset"),
             fromCatalogVersion: try reader.read(UInt32.self, "from catalog version"), stage: try reader.read(UInt32.self, "stage"),
             targetChecksum: try reader.readBytes(32, "target checksum"), pendingCatalogPage: try reader.read(UInt64.self, "pending catalog page"))
+        marker.closureFlushed = flags & closureFlushedFlag != 0
         let count = Int(try reader.read(UInt32.self, "shadow count"))
         guard count <= StoreRoot.maximumEntities, reader.remaining >= count * shadowSize + 4 else {
             throw FormatError("migration marker of \(count) shadow trees has \(reader.remaining) bytes for them", at: at + 72)

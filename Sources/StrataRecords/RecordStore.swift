@@ -161,6 +161,15 @@ package final class RecordTransaction {
     let options: RecordTreeOptions
     var root: StoreRoot
     var trees: [UInt32: RecordTreeWriter] = [:]
+    /// Whether the record trees this transaction opens read their nodes through the memory map
+    /// (`RecordTreeWriter.mappedReads`); false for a migration closure's flushes, which read a
+    /// whole store once and should not leave it mapped into the process.
+    package var mappedReads = true
+    /// Whether the record trees this transaction opens store the leaves they write
+    /// uncompressed, their entities flagged for the background pass that compresses them
+    /// (invariant 31) — as a migration's shadow trees do, when the store defers a migration's
+    /// compression: set for a migration closure's commits.
+    package var defersLeafCompression = false
     /// Shadow trees of the running migration stage, by entity id.
     private var shadowTrees: [UInt32: RecordTreeWriter] = [:]
     private var indexWriters: [StoreRoot.IndexID: IndexTreeWriter] = [:]
@@ -182,8 +191,18 @@ package final class RecordTransaction {
     /// carry `schemaVersion` in their header.
     package func tree(for entityID: UInt32, schemaVersion: UInt32) -> RecordTreeWriter {
         if let tree = trees[entityID] { return tree }
+        var treeOptions = options
+        if defersLeafCompression && defersShadowCompression, let entity = root.entities[entityID] {
+            // Stored uncompressed, the entity flagged for the background pass (invariant 31).
+            treeOptions.compressLeaves = false
+            if !entity.hasUncompressedLeaves {
+                root.entities[entityID]?.hasUncompressedLeaves = true
+                rootChanged = true
+            }
+        }
         let tree = RecordTreeWriter(transaction: transaction, root: root.entities[entityID]?.tree ?? .empty, entityID: entityID,
-                                    schemaVersion: schemaVersion, options: options)
+                                    schemaVersion: schemaVersion, options: treeOptions)
+        tree.mappedReads = mappedReads
         trees[entityID] = tree
         tree.journal = history
         attachIndexes(of: entityID)

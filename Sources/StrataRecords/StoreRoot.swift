@@ -8,8 +8,8 @@ import StrataFormat
 /// store-root := "SROT" version:u16 reserved:u16 catalogPage:u64 entityCount:u32 indexCount:u32
 ///               entity{entityCount}               ; ascending entity id
 ///               index{indexCount}                 ; ascending (entity id, attribute id); version 2 only
-///               history?                          ; version 4, or version 5 with flag 2
-///               migration?                        ; version 3, or versions 4 and 5 with flag 1
+///               history?                          ; version 4, or versions 5 and 6 with flag 2
+///               migration?                        ; version 3, or versions 4 to 6 with flag 1
 /// entity     := entityID:u32 flags:u32 rootPage:u64 count:u64 nextRowID:u64   ; 32 bytes; flags 0 before version 5
 /// index      := entityID:u32 attributeID:u32 rootPage:u64 count:u64 flags:u32 defaultLength:u32
 ///               defaultKey:byte{defaultLength}
@@ -27,6 +27,9 @@ import StrataFormat
 /// (written by a migration, compressed later in the background: invariant 31): the entity's
 /// `reserved` field is then `flags` (1 = leaves stored uncompressed), and the root's flags
 /// say which sections follow (1 = a migration marker, 2 = a history root).
+/// Version 6 is version 5's layout, written only while the migration marker's flag says a
+/// closure of the running stage flushed changes into the store (`MigrationMarker.closureFlushed`):
+/// readers that predate it refuse the store instead of resuming that closure on half-changed data.
 package struct StoreRoot: Equatable, Sendable {
     /// Fixed page id of the store root.
     package static let pageID: UInt64 = 0
@@ -122,8 +125,8 @@ package struct StoreRoot: Equatable, Sendable {
         var writer = ByteWriter(capacity: Self.headerSize + entities.count * Self.entitySize + indexes.count * Self.indexFixedSize)
         writer.append(bytes: Self.magic)
         let flagsEntities = entities.values.contains(where: \.hasUncompressedLeaves)
-        if flagsEntities {
-            writer.append(UInt16(5))
+        if flagsEntities || migration?.closureFlushed == true {
+            writer.append(UInt16(migration?.closureFlushed == true ? 6 : 5))
             writer.append((migration != nil ? Self.migrationFlag : 0) | (history != nil ? Self.historyFlag : 0))
         } else if history != nil {
             writer.append(UInt16(4))
@@ -161,11 +164,11 @@ package struct StoreRoot: Equatable, Sendable {
             var reader = ByteReader(raw)
             guard try reader.readBytes(4, "magic") == magic else { throw FormatError("bad store root magic", at: 0) }
             let version = try reader.read(UInt16.self, "version")
-            guard (1...5).contains(version) else {
+            guard (1...6).contains(version) else {
                 throw FormatError("store root version \(version) is not supported", at: 4, unsupportedVersion: version)
             }
             let flags = try reader.read(UInt16.self, "flags")
-            let knownFlags: UInt16 = version == 5 ? migrationFlag | historyFlag : version == 4 ? migrationFlag : 0
+            let knownFlags: UInt16 = version >= 5 ? migrationFlag | historyFlag : version == 4 ? migrationFlag : 0
             guard flags & ~knownFlags == 0 else {
                 throw FormatError(version >= 4 ? "unknown store root flags \(flags)" : "reserved store root field is not zero", at: 6)
             }
@@ -188,8 +191,8 @@ package struct StoreRoot: Equatable, Sendable {
                 let at = reader.position
                 let id = try reader.read(UInt32.self, "entity id")
                 let entityFlags = try reader.read(UInt32.self, "entity flags")
-                guard entityFlags & ~(version == 5 ? uncompressedLeavesFlag : 0) == 0 else {
-                    throw FormatError(version == 5 ? "unknown entity flags \(entityFlags)" : "reserved entity field is not zero", at: at + 4)
+                guard entityFlags & ~(version >= 5 ? uncompressedLeavesFlag : 0) == 0 else {
+                    throw FormatError(version >= 5 ? "unknown entity flags \(entityFlags)" : "reserved entity field is not zero", at: at + 4)
                 }
                 guard previous.map({ id > $0 }) ?? true else { throw FormatError("entity ids do not ascend", at: at) }
                 previous = id
@@ -222,7 +225,11 @@ package struct StoreRoot: Equatable, Sendable {
                 root.indexes[id] = Index(isUnique: flags & uniqueFlag != 0, defaultKey: defaultKey, tree: tree)
             }
             if hasHistory { root.history = try HistoryRoot.read(from: &reader) }
-            if hasMigration { root.migration = try MigrationMarker.read(from: &reader) }
+            if hasMigration { root.migration = try MigrationMarker.read(from: &reader, allowsFlags: version == 6) }
+            // Version 6 is written only for a marker with a flushed closure.
+            guard version != 6 || root.migration?.closureFlushed == true else {
+                throw FormatError("a version 6 store root without a flushed closure in its migration marker", at: 4)
+            }
             guard reader.remaining == 0 else { throw FormatError("\(reader.remaining) bytes after the store root's last index", at: reader.position) }
             return root
         }

@@ -241,6 +241,13 @@ enum DecoderCatalog {
         deferring.entities[1]?.hasUncompressedLeaves = true
         var deferringBare = StoreRoot()
         deferringBare.entities = [3: .init(tree: RecordTreeRoot(rootPageID: 8, count: 1), nextRowID: 2, hasUncompressedLeaves: true)]
+        // Version 6: a migration whose closure flushed, with and without the other sections.
+        var flushed = deferring
+        flushed.migration?.closureFlushed = true
+        var flushedBare = StoreRoot()
+        flushedBare.migration = MigrationMarker(phase: .switched, rollbackSegment: 1, rollbackOffset: 64, fromCatalogVersion: 1, stage: 0,
+                                                targetChecksum: [UInt8](repeating: 5, count: 32))
+        flushedBare.migration?.closureFlushed = true
         var quarantine = QuarantineRoot()
         quarantine.tree = RecordTreeRoot(rootPageID: 9, count: 2)
         quarantine.nextSequence = 3
@@ -383,8 +390,9 @@ enum DecoderCatalog {
                     roundTrip(catalog, { $0.encoded() }) { try SchemaCatalog.decode($0) }
                 }
             },
-            FuzzedDecoder("store root (history root, migration marker, version 5)",
-                          seeds: [storeRoot.encoded(), migrating.encoded(), deferring.encoded(), deferringBare.encoded()] + pages.roots) { bytes in
+            FuzzedDecoder("store root (history root, migration marker, versions 5 and 6)",
+                          seeds: [storeRoot.encoded(), migrating.encoded(), deferring.encoded(), deferringBare.encoded(),
+                                  flushed.encoded(), flushedBare.encoded()] + pages.roots) { bytes in
                 try typed { try StoreRoot.decode(bytes) }.map { roundTrip($0, { $0.encoded() }, StoreRoot.decode) }
             },
             FuzzedDecoder("history journal part", seeds: [encodedPart(timestamp: 1_700_000_000_000_000, author: "app", operations),

@@ -120,4 +120,56 @@ import StrataSchema
         version6[4] = 6
         #expect(throws: FormatError.self) { try StoreRoot.decode(version6) }
     }
+
+    /// Version 6: written only while the migration marker says a closure of the running stage
+    /// flushed changes (its byte 5, reserved before, holds the flag); back to the older versions
+    /// once the flag is cleared. Older readers refuse it as an unsupported version.
+    @Test func version6FlagsAFlushedClosureInTheMarker() throws {
+        var root = Self.exampleRoot()
+        var marker = MigrationMarker(rollbackSegment: 1, rollbackOffset: 64, fromCatalogVersion: 1, stage: 0,
+                                     targetChecksum: [UInt8](repeating: 9, count: 32))
+        marker.phase = .switched
+        root.migration = marker
+        let unflagged = root.encoded()
+        #expect(Array(unflagged[4..<6]) == [3, 0])  // a version 3 root, as before
+        root.migration?.closureFlushed = true
+        let flagged = root.encoded()
+        #expect(Array(flagged[4..<8]) == [6, 0, 1, 0])  // version 6, a migration marker, no history
+        #expect(flagged.count == unflagged.count)
+        let markerStart = flagged.count - 80  // no shadows: the fixed 76 bytes and the retired count
+        #expect(Array(flagged[markerStart..<markerStart + 6]) == Array("MIGR".utf8) + [2, 1])
+        #expect(try StoreRoot.decode(flagged) == root)
+        #expect(try StoreRoot.decode(flagged).migration?.closureFlushed == true)
+
+        // With a history root and an entity flagged for uncompressed leaves: still version 6.
+        var history = HistoryRoot()
+        history.nextToken = 3
+        root.history = history
+        root.entities[1]?.hasUncompressedLeaves = true
+        let full = root.encoded()
+        #expect(Array(full[4..<8]) == [6, 0, 3, 0])
+        #expect(try StoreRoot.decode(full) == root)
+
+        // Cleared: version 5 (entity flag), then 4 (history), readable by older readers.
+        root.migration?.closureFlushed = false
+        #expect(Array(root.encoded()[4..<6]) == [5, 0])
+        root.entities[1]?.hasUncompressedLeaves = false
+        #expect(Array(root.encoded()[4..<6]) == [4, 0])
+        #expect(try StoreRoot.decode(root.encoded()) == root)
+
+        // The flag outside version 6, unknown marker flags, and version 6 without the flag are corruption.
+        var flagInVersion3 = unflagged
+        flagInVersion3[markerStart + 5] = 1
+        #expect(throws: FormatError.self) { try StoreRoot.decode(flagInVersion3) }
+        var unknownFlag = flagged
+        unknownFlag[markerStart + 5] = 3
+        #expect(throws: FormatError.self) { try StoreRoot.decode(unknownFlag) }
+        var withoutFlag = flagged
+        withoutFlag[markerStart + 5] = 0
+        #expect(throws: FormatError.self) { try StoreRoot.decode(withoutFlag) }
+        // Every truncation is an error, never a trap.
+        for length in 0..<flagged.count {
+            #expect(throws: FormatError.self) { try StoreRoot.decode(Array(flagged.prefix(length))) }
+        }
+    }
 }

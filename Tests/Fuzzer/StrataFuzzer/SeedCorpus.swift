@@ -91,6 +91,13 @@ func writeSeedCorpus(to folder: String) throws {
                                                  root.entities = [1: .init(tree: RecordTreeRoot(rootPageID: 5, count: 3), nextRowID: 4,
                                                                            hasUncompressedLeaves: true)]
                                                  return root.encoded() }()))
+    seeds.append(("store-root-v6", .storeRoot, { var root = StoreRoot(); root.catalogPageID = 1
+                                                 var marker = MigrationMarker(phase: .switched, rollbackSegment: 1, rollbackOffset: 64,
+                                                                              fromCatalogVersion: 1, stage: 0,
+                                                                              targetChecksum: [UInt8](repeating: 5, count: 32))
+                                                 marker.closureFlushed = true
+                                                 root.migration = marker
+                                                 return root.encoded() }()))
     let index = IndexNode(kind: .leaf, keys: [Array("key-one-0000".utf8), Array("key-two-0000".utf8)])
     seeds.append(("index-leaf", .indexNode, index.encoded()))
 

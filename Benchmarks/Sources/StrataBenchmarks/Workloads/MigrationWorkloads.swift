@@ -357,3 +357,258 @@ enum MigrationWorkloads {
     private static func seconds(_ seconds: Double) -> String { String(format: "%.2f s", seconds) }
     private static func count(_ size: Int) -> String { size >= 1_000_000 ? "\(size / 1_000_000)M" : "\(size / 1_000)k" }
 }
+
+// MARK: - migrate-split-context
+
+/// Version 2 of the split as a SwiftData app writes it: `firstName` and `lastName` added with
+/// declared defaults (a lightweight change), every other attribute kept; the stage's
+/// `didMigrate` fills them.
+struct ContextSplitPerson: PersistentRecord, Equatable {
+    static var entityName: String { "Person" }
+    static var attributeDefaults: [String: Value] { ["firstName": "", "lastName": ""] }
+    var fullName: String
+    var createdAt: Date
+    var note: String
+    var firstName: String
+    var lastName: String
+
+    init(fullName: String, createdAt: Date, note: String, firstName: String, lastName: String) {
+        self.fullName = fullName
+        self.createdAt = createdAt
+        self.note = note
+        self.firstName = firstName
+        self.lastName = lastName
+    }
+
+    /// The record split by the transform (`.map` from version 1).
+    init(_ person: PersonRecord) {
+        let split = SplitPerson(person)
+        self.init(fullName: person.fullName, createdAt: person.createdAt, note: person.note, firstName: split.firstName,
+                  lastName: split.lastName)
+    }
+
+    /// Fills `firstName` and `lastName` from `fullName`, as `SplitPerson` splits it.
+    mutating func split() {
+        let parts = SplitPerson(PersonRecord(fullName: fullName, createdAt: createdAt, note: note))
+        firstName = parts.firstName
+        lastName = parts.lastName
+    }
+
+    // The hand-coded fast path, as `PersonRecord` and `SplitPerson` have.
+    func encode(to writer: inout RecordWriter) throws {
+        writer.encode(fullName, forKey: "fullName")
+        writer.encode(createdAt, forKey: "createdAt")
+        writer.encode(note, forKey: "note")
+        writer.encode(firstName, forKey: "firstName")
+        writer.encode(lastName, forKey: "lastName")
+    }
+
+    init(from reader: RecordReader) throws {
+        fullName = try reader.decode(String.self, forKey: "fullName")
+        createdAt = try reader.decode(Date.self, forKey: "createdAt")
+        note = try reader.decode(String.self, forKey: "note")
+        firstName = try reader.decode(String.self, forKey: "firstName")
+        lastName = try reader.decode(String.self, forKey: "lastName")
+    }
+}
+
+enum PersonSchemaContextSplit: VersionedSchema {
+    static let versionIdentifier = Schema.Version(2, 0, 0)
+    static var models: [any PersistentRecord.Type] { [ContextSplitPerson.self] }
+}
+
+/// The article's stage: `didMigrate` enumerates every person, splits the name, updates, saves.
+enum ContextSplitPlan: SchemaMigrationPlan {
+    static var schemas: [any VersionedSchema.Type] { [PersonSchemaV1.self, PersonSchemaContextSplit.self] }
+    static var stages: [MigrationStage] {
+        [.custom(fromVersion: PersonSchemaV1.self, toVersion: PersonSchemaContextSplit.self, willMigrate: nil, didMigrate: { context in
+            try context.enumerate(FetchDescriptor<ContextSplitPerson>()) { match in
+                var person = match.record
+                person.split()
+                try context.update(match.id, to: person)
+            }
+            try context.save()
+        })]
+    }
+}
+
+/// The literal loop of the articles: fetch every person at once, then update each (memory
+/// grows with the store: reported as information).
+enum FetchAllSplitPlan: SchemaMigrationPlan {
+    static var schemas: [any VersionedSchema.Type] { [PersonSchemaV1.self, PersonSchemaContextSplit.self] }
+    static var stages: [MigrationStage] {
+        [.custom(fromVersion: PersonSchemaV1.self, toVersion: PersonSchemaContextSplit.self, willMigrate: nil, didMigrate: { context in
+            for match in try context.fetch(FetchDescriptor<ContextSplitPerson>()) {
+                var person = match.record
+                person.split()
+                try context.update(match.id, to: person)
+            }
+            try context.save()
+        })]
+    }
+}
+
+/// The same split as a sequential transform of the same stage (no closure).
+enum MapContextSplitPlan: SchemaMigrationPlan {
+    static var schemas: [any VersionedSchema.Type] { [PersonSchemaV1.self, PersonSchemaContextSplit.self] }
+    static var stages: [MigrationStage] {
+        [.custom(fromVersion: PersonSchemaV1.self, toVersion: PersonSchemaContextSplit.self,
+                 transforms: [.map(PersonRecord.self, to: ContextSplitPerson.self) { ContextSplitPerson($0) }])]
+    }
+}
+
+/// migrate-split-context: the split written as SwiftData's articles write it — a `.custom`
+/// stage whose `didMigrate` enumerates the persons (`Context.enumerate`), splits, updates and
+/// saves — against the same split as a sequential `.map` transform and SQLite's `UPDATE`, in
+/// the same run, alternating (each on a store built anew, each timed run in a process of its
+/// own, its peak memory the migration's). The literal fetch-all loop runs once per size, for
+/// its peak memory. Targets: peak ≤ 64 MB at every size, time ≤ 1.5 × the transform's.
+enum ContextSplitWorkload {
+    static let rounds = 3
+    static let memoryTarget: UInt64 = 64 << 20
+    static let timeTarget = 1.5
+
+    static let workload = Workload(
+        name: "migrate-split-context",
+        summary: "open 1M PersonRecords with a version adding firstName/lastName, filled by didMigrate (enumerate, update, save) "
+            + "vs. the same split as a .map transform vs. SQLite UPDATE; targets ≤ 64 MB peak, ≤ 1.5 × map",
+        run: run,
+        parts: parts())
+
+    private static func parts() -> [String: Workload.Part] {
+        var parts: [String: Workload.Part] = [:]
+        for size in MigrationWorkloads.allSizes {
+            parts["build-\(size)"] = { context in
+                let path = context.path("strata-\(size)")
+                try PersonRecordStore.createWithPersons(at: path, count: size)
+                return .object([("store_bytes", .int(Int64(clamping: FolderSize.bytes(at: path))))])
+            }
+            parts["context-\(size)"] = { context in try migrate(context, size, plan: ContextSplitPlan.self) }
+            parts["map-\(size)"] = { context in try migrate(context, size, plan: MapContextSplitPlan.self) }
+            parts["fetchall-\(size)"] = { context in try migrate(context, size, plan: FetchAllSplitPlan.self) }
+            parts["sqlite-\(size)"] = { context in try MigrationWorkloads.sqliteSplit(context, count: size) }
+        }
+        return parts
+    }
+
+    @Sendable static func migrate(_ context: WorkloadContext, _ size: Int, plan: any SchemaMigrationPlan.Type) throws -> JSONValue {
+        let path = context.path("strata-\(size)")
+        let stopwatch = Stopwatch()
+        let store = try Store(at: path, schema: PersonSchemaContextSplit.self, migrationPlan: plan)
+        let seconds = stopwatch.elapsedSeconds
+        let peak = PeakMemory.currentProcessBytes()  // the migration's, before the checks read records
+        let reader = Context(store)
+        let stored = try reader.fetchCount(FetchDescriptor<ContextSplitPerson>())
+        guard stored == size else { throw BenchmarkError.verificationFailed("Strata: \(stored) records after the migration, not \(size)") }
+        var person = Person()
+        for id in PersonVerification.sampleIDs(recordCount: size) {
+            person.generate(id: id)
+            let expected = ContextSplitPerson(PersonRecord(person))
+            guard let record = try reader.record(for: RecordID<ContextSplitPerson>(rawValue: id)), record == expected else {
+                throw BenchmarkError.verificationFailed("Strata: person \(id) is not \(expected) after the migration")
+            }
+        }
+        try store.close()
+        return .object([("seconds", .double(seconds)), ("migration_peak_memory_bytes", .int(Int64(clamping: peak)))])
+    }
+
+    struct Row {
+        var size: Int
+        var context: [(seconds: Double, peak: UInt64)] = []
+        var map: [(seconds: Double, peak: UInt64)] = []
+        var sqlite: [(seconds: Double, peak: UInt64)] = []
+        var fetchAllPeak: UInt64 = 0
+        var fetchAllSeconds: Double = 0
+        var contextSeconds: Double { Measurements.median(context.map(\.seconds)) }
+        var mapSeconds: Double { Measurements.median(map.map(\.seconds)) }
+        var sqliteSeconds: Double { Measurements.median(sqlite.map(\.seconds)) }
+        var contextPeak: UInt64 { context.map(\.peak).max() ?? 0 }
+        var mapRatios: [Double] { zip(context, map).map { $0.seconds / $1.seconds } }
+        var sqliteRatios: [Double] { zip(context, sqlite).map { $0.seconds / $1.seconds } }
+    }
+
+    static func run(_ context: WorkloadContext) throws -> WorkloadResult {
+        var rows: [Row] = []
+        for size in MigrationWorkloads.sizes(context.scale) {
+            var row = Row(size: size)
+            func strata(_ part: String, _ what: String) throws -> (seconds: Double, peak: UInt64) {
+                try? FileManager.default.removeItem(atPath: context.path("strata-\(size)"))
+                context.progress("building \(size) persons (version 1, not timed)")
+                _ = try context.runPartProcess("build-\(size)")
+                context.progress("\(what) (timed, in a process of its own)")
+                sync()
+                let report = try context.runPartProcess("\(part)-\(size)")
+                return (try report.double("seconds"), try report.uint64("migration_peak_memory_bytes"))
+            }
+            func sqlite() throws {
+                try? FileManager.default.removeItem(atPath: context.path("sqlite-\(size)"))
+                context.progress("SQLite: \(size) persons, then ALTER TABLE ×2 + UPDATE in one transaction (in a process of its own)")
+                let report = try context.runPartProcess("sqlite-\(size)")
+                row.sqlite.append((try report.double("seconds"), try report.peakMemoryBytes))
+            }
+            // Rounds of the three, the order rotating, so no side always follows another.
+            let rounds = size >= 5_000_000 ? 1 : Self.rounds
+            for round in 0..<rounds {
+                var sides: [() throws -> Void] = [
+                    { row.context.append(try strata("context", "didMigrate: enumerate, split, update, save")) },
+                    { row.map.append(try strata("map", "the same split as a .map transform")) },
+                    sqlite,
+                ]
+                sides.rotate(by: round)
+                for side in sides { try side() }
+            }
+            let fetchAll = try strata("fetchall", "didMigrate: the literal fetch-all loop (for its peak memory)")
+            row.fetchAllPeak = fetchAll.peak
+            row.fetchAllSeconds = fetchAll.seconds
+            rows.append(row)
+        }
+        let main = rows.first { $0.size == 1_000_000 } ?? rows[rows.count - 1]
+        let notes = rows.map { row in
+            "\(count(row.size)): didMigrate \(seconds(row.contextSeconds)) vs map \(seconds(row.mapSeconds)) "
+                + "(\(String(format: "%.2f", row.contextSeconds / row.mapSeconds)) ×, pairs \(Measurements.range(row.mapRatios)), target ≤ 1.5) "
+                + "vs SQLite \(seconds(row.sqliteSeconds)) (pairs \(Measurements.range(row.sqliteRatios))); "
+                + "peak \(TreeWorkloads.memory(row.contextPeak)) (map \(TreeWorkloads.memory(row.map.map(\.peak).max() ?? 0)), target ≤ 64 MB); "
+                + "fetch-all loop \(seconds(row.fetchAllSeconds)), peak \(TreeWorkloads.memory(row.fetchAllPeak))"
+        }.joined(separator: "; ")
+        var result = WorkloadResult(
+            workload: workload.name, records: main.size, strataSeconds: main.contextSeconds, baseline: .sqlite(seconds: main.sqliteSeconds),
+            notes: notes,
+            extra: [
+                ("map_seconds", .double(main.mapSeconds)),
+                ("ratio_to_map", .double(main.contextSeconds / main.mapSeconds)),
+                ("time_target_ratio_to_map", .double(timeTarget)),
+                ("memory_target_bytes", .int(Int64(memoryTarget))),
+                ("sizes", .array(rows.map { row in .object([
+                    ("records", .int(Int64(row.size))),
+                    ("seconds", .double(row.contextSeconds)), ("map_seconds", .double(row.mapSeconds)),
+                    ("sqlite_seconds", .double(row.sqliteSeconds)),
+                    ("runs_seconds", .array(row.context.map { .double($0.seconds) })),
+                    ("map_runs_seconds", .array(row.map.map { .double($0.seconds) })),
+                    ("sqlite_runs_seconds", .array(row.sqlite.map { .double($0.seconds) })),
+                    ("ratio_to_map", .double(row.contextSeconds / row.mapSeconds)),
+                    ("pair_ratios_to_map", .array(row.mapRatios.map { .double($0) })),
+                    ("ratio_to_sqlite", .double(row.contextSeconds / row.sqliteSeconds)),
+                    ("pair_ratios_to_sqlite", .array(row.sqliteRatios.map { .double($0) })),
+                    ("peak_memory_bytes", .int(Int64(clamping: row.contextPeak))),
+                    ("map_peak_memory_bytes", .int(Int64(clamping: row.map.map(\.peak).max() ?? 0))),
+                    ("sqlite_peak_memory_bytes", .int(Int64(clamping: row.sqlite.map(\.peak).max() ?? 0))),
+                    ("fetch_all_seconds", .double(row.fetchAllSeconds)),
+                    ("fetch_all_peak_memory_bytes", .int(Int64(clamping: row.fetchAllPeak))),
+                ]) })),
+            ])
+        result.peakMemoryBytes = rows.map(\.contextPeak).max() ?? 0
+        return result
+    }
+
+    private static func seconds(_ seconds: Double) -> String { String(format: "%.2f s", seconds) }
+    private static func count(_ size: Int) -> String { size >= 1_000_000 ? "\(size / 1_000_000)M" : "\(size / 1_000)k" }
+}
+
+extension Array {
+    /// Moves the first `count` elements (modulo the array's length) to the end.
+    mutating func rotate(by count: Int) {
+        guard !isEmpty else { return }
+        let shift = count % self.count
+        self = Array(self[shift...] + self[..<shift])
+    }
+}

@@ -21,6 +21,7 @@ enum WorkloadRegistry {
         ReopenFirstFetchWorkload.workload,
         MigrationWorkloads.lightweight,
         MigrationWorkloads.split,
+        ContextSplitWorkload.workload,
         ResultsObserverWorkload.workload,
         InsertWithHistoryWorkload.workload,
         HistoryFetchWorkloads.tail,
