@@ -487,6 +487,12 @@ enum ContextSplitWorkload {
             parts["map-\(size)"] = { context in try migrate(context, size, plan: MapContextSplitPlan.self) }
             parts["fetchall-\(size)"] = { context in try migrate(context, size, plan: FetchAllSplitPlan.self) }
             parts["sqlite-\(size)"] = { context in try MigrationWorkloads.sqliteSplit(context, count: size) }
+            parts["estimate-\(size)"] = { context in
+                let estimate = try Store.dryRun(at: context.path("strata-\(size)"), schema: PersonSchemaContextSplit.self,
+                                                migrationPlan: ContextSplitPlan.self)
+                let duration = estimate.estimatedDuration.components
+                return .object([("estimated_seconds", .double(Double(duration.seconds) + Double(duration.attoseconds) / 1e18))])
+            }
         }
         return parts
     }
@@ -517,6 +523,7 @@ enum ContextSplitWorkload {
         var context: [(seconds: Double, peak: UInt64)] = []
         var map: [(seconds: Double, peak: UInt64)] = []
         var sqlite: [(seconds: Double, peak: UInt64)] = []
+        var estimates: [Double] = []
         var fetchAllPeak: UInt64 = 0
         var fetchAllSeconds: Double = 0
         var contextSeconds: Double { Measurements.median(context.map(\.seconds)) }
@@ -535,6 +542,10 @@ enum ContextSplitWorkload {
                 try? FileManager.default.removeItem(atPath: context.path("strata-\(size)"))
                 context.progress("building \(size) persons (version 1, not timed)")
                 _ = try context.runPartProcess("build-\(size)")
+                if part == "context" {
+                    context.progress("Store.dryRun's estimate of the didMigrate stage (not timed, in a process of its own)")
+                    row.estimates.append(try context.runPartProcess("estimate-\(size)").double("estimated_seconds"))
+                }
                 context.progress("\(what) (timed, in a process of its own)")
                 sync()
                 let report = try context.runPartProcess("\(part)-\(size)")
@@ -568,7 +579,9 @@ enum ContextSplitWorkload {
                 + "(\(String(format: "%.2f", row.contextSeconds / row.mapSeconds)) ×, pairs \(Measurements.range(row.mapRatios)), target ≤ 1.5) "
                 + "vs SQLite \(seconds(row.sqliteSeconds)) (pairs \(Measurements.range(row.sqliteRatios))); "
                 + "peak \(TreeWorkloads.memory(row.contextPeak)) (map \(TreeWorkloads.memory(row.map.map(\.peak).max() ?? 0)), target ≤ 64 MB); "
-                + "fetch-all loop \(seconds(row.fetchAllSeconds)), peak \(TreeWorkloads.memory(row.fetchAllPeak))"
+                + "fetch-all loop \(seconds(row.fetchAllSeconds)), peak \(TreeWorkloads.memory(row.fetchAllPeak)); "
+                + "dry-run estimate \(seconds(Measurements.median(row.estimates))) "
+                + "(\(String(format: "%.2f", Measurements.median(row.estimates) / row.contextSeconds)) × measured)"
         }.joined(separator: "; ")
         var result = WorkloadResult(
             workload: workload.name, records: main.size, strataSeconds: main.contextSeconds, baseline: .sqlite(seconds: main.sqliteSeconds),
@@ -594,6 +607,8 @@ enum ContextSplitWorkload {
                     ("sqlite_peak_memory_bytes", .int(Int64(clamping: row.sqlite.map(\.peak).max() ?? 0))),
                     ("fetch_all_seconds", .double(row.fetchAllSeconds)),
                     ("fetch_all_peak_memory_bytes", .int(Int64(clamping: row.fetchAllPeak))),
+                    ("estimated_seconds", .double(Measurements.median(row.estimates))),
+                    ("estimate_ratio", .double(Measurements.median(row.estimates) / row.contextSeconds)),
                 ]) })),
             ])
         result.peakMemoryBytes = rows.map(\.contextPeak).max() ?? 0
