@@ -191,6 +191,21 @@ enum NamesBackfillPlan: SchemaMigrationPlan {
     }
 }
 
+/// The ages the dry run's sample saw (the split's transform records them).
+nonisolated(unsafe) var sampledAges: [Int] = []
+
+enum SampledSplitPlan: SchemaMigrationPlan {
+    static var schemas: [any VersionedSchema.Type] { [PeopleV1.self, PeopleSplitNames.self] }
+    static var stages: [MigrationStage] {
+        [.custom(fromVersion: PeopleV1.self, toVersion: PeopleSplitNames.self, transforms: [
+            .map(PeopleV1.Person.self, to: PeopleSplitNames.Person.self) { old in
+                sampledAges.append(old.age)
+                return SplitPlan.split(old)
+            },
+        ])]
+    }
+}
+
 /// `fullName` renamed `name` without `originalName`.
 enum NamesRenamed: VersionedSchema {
     static let versionIdentifier = Schema.Version(2, 0, 0)
@@ -438,6 +453,21 @@ enum NamesRenamedPlan: SchemaMigrationPlan {
             #expect(person.record.lastName == String(parts[0]))
             #expect(person.record.firstName == (parts.count > 1 ? String(parts[1].drop { $0 == " " }) : ""))
         }
+    }
+
+    @Test func theDryRunSamplesTheWholeEntityNotItsFirstRecords() throws {
+        let folder = try temporaryDirectory()
+        defer { removeDirectory(folder) }
+        try MigrationTests.createV1(at: folder, count: 20_000)  // ages 0..<20,000, in id order
+        sampledAges = []
+        defer { sampledAges = [] }
+        let estimate = try Store.dryRun(at: folder, schema: PeopleSplitNames.self, migrationPlan: SampledSplitPlan.self)
+        #expect(estimate.stages.map(\.records) == [20_000])
+        let ages = Set(sampledAges)
+        #expect(ages.count == 2_000)  // the sample, each record's transform run three times
+        // Runs spread over the entity: from its first tenth to its last 15 %, one in each eighth.
+        #expect(ages.contains { $0 < 2_000 } && ages.contains { $0 >= 17_000 })
+        #expect(Set(ages.map { $0 / 2_500 }).count == 8)
     }
 
     @Test func aRenameWithoutOriginalNameSaysTheRenameInTheErrorItself() throws {
