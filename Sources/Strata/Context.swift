@@ -125,6 +125,28 @@ public final class Context {
     /// The record type last decoded by `record(for:)`, with a decoding session on its
     /// entity's layout (which reuses one decoding state from record to record).
     private var lastDecoding: (type: ObjectIdentifier, session: RecordDecodingSession)?
+    /// The record type last encoded by `insert` or `update`, its entity and an encoding
+    /// session on its layout (which reuses its buffer and learned field order from record to
+    /// record: a loop updating one type allocates one array per record).
+    private var lastEncoding: (type: ObjectIdentifier, entityID: UInt32, session: RecordEncodingSession)?
+
+    /// A record's entity id and bytes, encoded through the session of the type last encoded.
+    private func encode<Record: PersistentRecord>(_ record: Record) throws -> (entityID: UInt32, bytes: [UInt8]) {
+        let key = ObjectIdentifier(Record.self)
+        let encoding: (entityID: UInt32, session: RecordEncodingSession)
+        if let last = lastEncoding, last.type == key {
+            encoding = (last.entityID, last.session)
+        } else {
+            let entityID = try store.entityID(of: Record.self)
+            encoding = (entityID, RecordEncodingSession(layout: store.binding.layout(of: entityID)))
+            lastEncoding = (key, encoding.entityID, encoding.session)
+        }
+        do {
+            return (encoding.entityID, try encoding.session.encode(record))
+        } catch {
+            throw StrataError.recordCoding(reason: "\(error)")
+        }
+    }
 
     /// A context on `store`.
     public init(_ store: Store, author: String? = nil) {
@@ -165,7 +187,7 @@ public final class Context {
     ///   different records (nothing is changed).
     @discardableResult
     public func insert<Record: PersistentRecord>(_ record: Record) throws -> RecordID<Record> {
-        let (entityID, bytes) = try store.encode(record)
+        let (entityID, bytes) = try encode(record)
         try store.checkInsertable(entityID)
         if let existing = try uniqueMatch(entityID, bytes, excluding: nil) {
             try setChange(.upsert(bytes, isNew: isUnsavedInsert(entityID, existing.id)), entityID, existing.id)
@@ -182,7 +204,7 @@ public final class Context {
     ///   `.uniqueConstraintViolation` when another record (saved or unsaved) holds one of its
     ///   new unique values (nothing is changed).
     public func update<Record: PersistentRecord>(_ id: RecordID<Record>, to record: Record) throws {
-        var (entityID, bytes) = try store.encode(record)
+        var (entityID, bytes) = try encode(record)
         guard let concreteID = try locate(entityID, id.rawValue) else { throw StrataError.recordNotFound(id.description) }
         if concreteID != entityID, let current = try currentBytes(concreteID, id.rawValue) {
             bytes = try store.merge(bytes, as: entityID, into: current)
