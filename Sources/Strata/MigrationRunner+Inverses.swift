@@ -32,7 +32,7 @@ extension MigrationRunner {
             for relationship in entity.relationships {
                 guard let inverseID = relationship.inverseID,
                       let inverse = Self.relationship(inverseID, of: relationship.destinationID, in: version) else { continue }
-                let holders = Self.family(of: entity.id, in: version), destinations = Self.family(of: relationship.destinationID, in: version)
+                let holders = version.family(ofEntity: entity.id), destinations = version.family(ofEntity: relationship.destinationID)
                 guard !shadowed.isDisjoint(with: holders) || !shadowed.isDisjoint(with: destinations) else { continue }
                 try propagate(relationship, of: holders, to: inverse, of: destinations, shadowed: shadowed, version: version, records: records)
             }
@@ -131,14 +131,9 @@ extension MigrationRunner {
         return []
     }
 
-    /// An entity and its sub-entities, by id.
-    static func family(of entityID: UInt32, in version: CatalogVersion) -> [UInt32] {
-        version.entities.filter { entity in version.ancestry(ofEntity: entity.id).contains { $0.id == entityID } }.map(\.id)
-    }
-
     /// The relationship `id` of an entity, its inherited ones included.
     private static func relationship(_ id: UInt32, of entityID: UInt32, in version: CatalogVersion) -> CatalogRelationship? {
-        for member in family(of: entityID, in: version) {
+        for member in version.family(ofEntity: entityID) {
             if let found = version.resolvedRelationships(ofEntity: member).first(where: { $0.id == id }) { return found }
         }
         return nil

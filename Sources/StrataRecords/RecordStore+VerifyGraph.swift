@@ -10,12 +10,9 @@ extension RecordStore {
         let maximumReports = 10
         let root = snapshot.root
         func name(_ entityID: UInt32) -> String { version.entity(id: entityID)?.name ?? "entity \(entityID)" }
-        func family(_ entityID: UInt32) -> [UInt32] {
-            version.entities.filter { entity in version.ancestry(ofEntity: entity.id).contains { $0.id == entityID } }.map(\.id)
-        }
         // Ids unique in a hierarchy: each record of one tree looked up in the hierarchy's others.
         for entity in version.entities where entity.parentID == nil {
-            let members = family(entity.id).filter { (root.entities[$0]?.tree.count ?? 0) > 0 }
+            let members = version.family(ofEntity: entity.id).filter { (root.entities[$0]?.tree.count ?? 0) > 0 }
             guard members.count > 1 else { continue }
             var found = 0
             for (index, member) in members.enumerated() {
@@ -45,9 +42,9 @@ extension RecordStore {
                       version.resolvedRelationships(ofEntity: relationship.destinationID).contains(where: {
                           $0.id == inverseID && $0.inverseID == relationship.id
                       }) else { continue }
-                let destinations = family(relationship.destinationID)
+                let destinations = version.family(ofEntity: relationship.destinationID)
                 var found = 0
-                for holder in family(entity.id) {
+                for holder in version.family(ofEntity: entity.id) {
                     try snapshot.reader(for: holder).scan(from: 0, mapped: false) { id, bytes in
                         guard case .references(let ids) = try RecordCodec.value(of: relationship.id, in: bytes) else { return true }
                         for destination in ids {

@@ -32,6 +32,12 @@ package struct CatalogVersion: Sendable, Hashable {
         return chain.reversed()
     }
 
+    /// An entity and every entity below it (its inheritance family), by id; empty when `id`
+    /// is unknown.
+    package func family(ofEntity id: UInt32) -> [UInt32] {
+        entities.filter { entity in ancestry(ofEntity: entity.id).contains { $0.id == id } }.map(\.id)
+    }
+
     /// All attributes of an entity, inherited first (as ``Schema/resolvedAttributes(of:)``).
     package func resolvedAttributes(ofEntity id: UInt32) -> [CatalogAttribute] {
         ancestry(ofEntity: id).flatMap(\.attributes)
