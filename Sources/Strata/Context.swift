@@ -62,7 +62,7 @@ public final class Context {
     /// A flush being written on a thread of its own while the closure goes on (stores without
     /// unique attributes: see `flushIfNeeded`); reads see its changes under the context's own
     /// until the next flush or the closure's last commit waits for it.
-    private var flushing: Flushing?
+    private(set) var flushing: Flushing?
 
     /// Journal counts per entity: inserted, updated, deleted.
     typealias Counts = [UInt32: (inserted: UInt64, updated: UInt64, deleted: UInt64)]
@@ -80,7 +80,7 @@ public final class Context {
     }
 
     /// A flush in the background: its changes and, once written, its counts or error.
-    private final class Flushing: Sendable {
+    final class Flushing: Sendable {
         let changes: [UInt32: [UInt64: Change]]
         let finished = DispatchSemaphore(value: 0)
         let outcome = Mutex<Result<Counts, any Error>?>(nil)
@@ -95,31 +95,31 @@ public final class Context {
     /// that saves, not a migration closure's).
     package var stageFlushLimit: Int? { stageFlush?.maximumChanges }
 
-    private enum Change: Sendable {
+    enum Change: Sendable {
         case upsert([UInt8], isNew: Bool)
         case delete
     }
 
     /// Unsaved changes by entity id, then record id.
-    private var changes: [UInt32: [UInt64: Change]] = [:]
+    private(set) var changes: [UInt32: [UInt64: Change]] = [:]
     /// How many changes `changes` holds (tests: a migration closure's memory stays bounded),
     /// and the bytes of their encoded records.
     package private(set) var unsavedChangeCount = 0
     private var unsavedBytes = 0
     /// Incremented whenever unsaved changes leave the context at once (saved, flushed, rolled
     /// back): an enumeration then reads the records after its position again.
-    private var changeGeneration = 0
+    private(set) var changeGeneration = 0
     /// The record `enumerate` is visiting: its id, concrete entity and the change generation it
     /// was read in. Until the generation changes, it exists as the snapshot read says (or as the
     /// context's unsaved change says), so `update` need not look it up in the store again.
-    private var visiting: (id: UInt64, entity: UInt32, generation: Int)?
+    var visiting: (id: UInt64, entity: UInt32, generation: Int)?
     /// The unique values unsaved inserts and updates hold: entity id → attribute id → full
     /// index key → record id (so two inserts of one unique value in a context make one record).
     private var pendingUnique: [UInt32: [UInt32: [[UInt8]: UInt64]]] = [:]
 
     /// The snapshot every read uses, when the context reads one moment of the store (a
     /// `Store.read` transaction); nil: each read takes the latest snapshot.
-    private let pinnedSnapshot: RecordSnapshot?
+    let pinnedSnapshot: RecordSnapshot?
     /// With a pinned snapshot: the record type last read and the readers of its family.
     private var pinnedReaders: (type: ObjectIdentifier, readers: [RecordTreeReader])?
     /// The record type last decoded by `record(for:)`, with a decoding session on its
@@ -163,7 +163,7 @@ public final class Context {
     }
 
     /// The snapshot a read uses: the pinned one, else the latest.
-    private func readSnapshot() throws -> RecordSnapshot {
+    func readSnapshot() throws -> RecordSnapshot {
         if let pinnedSnapshot { return pinnedSnapshot }
         return try store.snapshot()
     }
@@ -446,13 +446,13 @@ public final class Context {
 
     /// The unsaved change of record `id` of (concrete) entity `entityID` as reads see it: this
     /// context's, else that of the flush being written.
-    private func change(_ entityID: UInt32, _ id: UInt64) -> Change? {
+    func change(_ entityID: UInt32, _ id: UInt64) -> Change? {
         if let change = changes[entityID]?[id] { return change }
         return flushing?.changes[entityID]?[id]
     }
 
     /// Every unsaved change of an entity as reads see them (the context's over the flush's).
-    private func pendingChanges(of entityID: UInt32) -> [UInt64: Change] {
+    func pendingChanges(of entityID: UInt32) -> [UInt64: Change] {
         guard let inFlight = flushing?.changes[entityID], !inFlight.isEmpty else { return changes[entityID] ?? [:] }
         return inFlight.merging(changes[entityID] ?? [:]) { _, unsaved in unsaved }
     }
@@ -623,377 +623,9 @@ public final class Context {
         return ({ condition.evaluate($0) }, { condition.evaluate(prefix: $0, recordLength: $1) })
     }
 
-    /// Calls `block` with each record a descriptor selects, reading the store `batchSize`
-    /// records at a time — SwiftData's `enumerate(_:batchSize:)`: memory is bounded by a batch,
-    /// not by the store, where ``fetch(_:)`` holds every result at once.
-    ///
-    /// Records come in identifier order (records of sub-entities included, read as `Record`),
-    /// each batch read from the store's latest snapshot with the context's unsaved changes
-    /// applied, as `fetch` applies them; a predicate is evaluated as `fetch` evaluates it (the
-    /// byte-level pre-filter first, so rejected records are never decoded). `fetchOffset` and
-    /// `fetchLimit` apply to that order. Records inserted after the enumeration started (by
-    /// `block` or another context) are not visited.
-    ///
-    /// `block` may insert, update and delete records through this context while it runs (there
-    /// is no `allowEscapingMutations` to set): each record is visited **at most once**, and
-    /// with the values it has when its turn comes — a record deleted before its turn is not
-    /// visited, one updated before its turn is visited with its new values (and only if the
-    /// predicate still accepts them). In a migration stage's `willMigrate` and `didMigrate`,
-    /// the changes `block` makes are flushed into the store as they pile up (Docs/Migrations.md,
-    /// "Closures on large stores"), so the whole loop — read, change, `save()` — runs in memory
-    /// bounded by the batch and the flush, whatever the store's size.
-    ///
-    /// With `sortBy`, the records must be ordered before the first is visited: the matching
-    /// records are read as `fetch` reads them (all held at once while they are sorted), then
-    /// only their identifiers are kept and each record is read again, with its current
-    /// values, at its turn. Memory then grows with the number of matching records.
-    ///
-    /// - Parameters:
-    ///   - descriptor: The predicate, sort order, offset and limit.
-    ///   - batchSize: How many records are read from the store at a time (at least 1).
-    ///   - block: Called with each record and its identifier; what it throws ends the
-    ///     enumeration and is rethrown.
-    /// - Throws: `.recordCoding` for a stored record that cannot be read as `Record`; an error
-    ///   the predicate or `block` throws; storage errors.
-    public func enumerate<Record: PersistentRecord>(_ descriptor: FetchDescriptor<Record>, batchSize: Int = 5_000,
-                                                    _ block: (Identified<Record>) throws -> Void) throws {
-        let entityID = try store.entityID(of: Record.self)
-        let family = store.model.family(of: entityID)
-        var skip = max(0, descriptor.fetchOffset ?? 0)
-        var remaining = descriptor.fetchLimit.map { max(0, $0) } ?? .max
-        guard remaining > 0 else { return }
-        if !descriptor.sortBy.isEmpty {
-            // The order needs every matching record: sort them, keep the identifiers only.
-            var unlimited = descriptor
-            unlimited.fetchLimit = nil
-            unlimited.fetchOffset = nil
-            let order = try fetch(unlimited).map(\.id.rawValue)
-            for id in order {
-                var current: Record?
-                try withRecordBytes(of: Record.self, id: id) { current = try decodeRecord(Record.self, from: $0) }
-                guard let record = current else { continue }  // deleted before its turn
-                if let predicate = descriptor.predicate, try !predicate.evaluate(record) { continue }
-                if skip > 0 { skip -= 1; continue }
-                try block(Identified(id: RecordID(rawValue: id), record: record))
-                remaining -= 1
-                if remaining == 0 { return }
-            }
-            return
-        }
-        let condition = try descriptor.predicate.map { try store.condition(for: $0) } ?? .constant(true)
-        let filters = condition.isUseful
-        // Records inserted from now on have larger identifiers: they are not visited.
-        let end: UInt64 = pinnedSnapshot != nil ? .max : store.nextID(ofHierarchyOf: entityID)
-        let size = max(1, batchSize)
-        var cursor: UInt64 = 0  // the last identifier visited or passed
-        while true {
-            let generation = changeGeneration
-            let batch = try readBatch(family: family, after: cursor, below: end, count: size, condition: condition, filters: filters)
-            if batch.records.isEmpty { return }
-            for candidate in batch.records {
-                // The unsaved changes left the context (saved, flushed, rolled back): the batch is
-                // stale; read the records after the cursor again.
-                if changeGeneration != generation { break }
-                cursor = candidate.id
-                // The record as this context sees it now: `block` may have changed it since the
-                // batch was read.
-                var current: [UInt8]? = candidate.unsaved
-                var decided = candidate.decided
-                switch change(candidate.entity, candidate.id) {
-                case .delete?: continue
-                case .upsert(let bytes, _)?:
-                    if candidate.unsaved.map({ $0 != bytes }) ?? true {
-                        current = bytes
-                        decided = filters ? bytes.withUnsafeBytes { condition.evaluate($0) } : nil
-                        if decided == false { continue }
-                    }
-                case nil:
-                    if candidate.unsaved != nil { continue }  // an unsaved insert since deleted
-                }
-                let record = try current.map { try $0.withUnsafeBytes { try decodeRecord(Record.self, from: $0) } }
-                    ?? batch.bytes.withUnsafeBytes { try decodeRecord(Record.self, from: UnsafeRawBufferPointer(rebasing: $0[candidate.range])) }
-                if decided == nil, let predicate = descriptor.predicate, try !predicate.evaluate(record) { continue }
-                if skip > 0 { skip -= 1; continue }
-                visiting = (candidate.id, candidate.entity, generation)
-                defer { visiting = nil }
-                try block(Identified(id: RecordID(rawValue: candidate.id), record: record))
-                remaining -= 1
-                if remaining == 0 { return }
-            }
-        }
-    }
-
-    /// Records `enumerate` read: the stored ones' bytes back to back in one buffer (no array
-    /// per record), each record's concrete entity, the pre-filter's answer, and the bytes of
-    /// an unsaved change it came from.
-    private struct Batch {
-        struct Record {
-            var id: UInt64
-            var entity: UInt32
-            var range: Range<Int>
-            var decided: Bool?
-            var unsaved: [UInt8]?
-        }
-        var records: [Record] = []
-        var bytes: [UInt8] = []
-    }
-
-    /// Up to about `count` records of `family` with identifiers after `cursor` and below `end`
-    /// that the pre-filter does not reject, in identifier order, as this context sees them now:
-    /// a stretch of identifiers read whole (at most `count` from each tree, plus the unsaved
-    /// changes in that stretch), so the next batch starts after the last one.
-    private func readBatch(family: [UInt32], after cursor: UInt64, below end: UInt64, count: Int,
-                           condition: RecordCondition, filters: Bool) throws -> Batch {
-        guard cursor < end - 1 || end == .max else { return Batch() }
-        var batch = Batch()
-        var bound = end  // identifiers below it are read whole in every tree
-        let snapshot = try readSnapshot()
-        for member in family {
-            let pending = changes[member] ?? [:], inFlight = flushing?.changes[member] ?? [:]
-            var kept = 0
-            let limit = bound
-            try translatingErrors {
-                // Read with pread, not through the memory map: a pass over a whole store leaves
-                // nothing of it mapped into the process.
-                try snapshot.reader(for: member).scan(from: cursor + 1, mapped: false) { id, bytes in
-                    guard id < limit else { return false }
-                    if !pending.isEmpty, pending[id] != nil { return true }  // the unsaved change wins (below)
-                    if !inFlight.isEmpty, inFlight[id] != nil { return true }
-                    let decided = filters ? condition.evaluate(bytes) : nil
-                    guard decided != false else { return true }
-                    let start = batch.bytes.count
-                    batch.bytes.append(contentsOf: bytes)
-                    batch.records.append(Batch.Record(id: id, entity: member, range: start..<batch.bytes.count, decided: decided, unsaved: nil))
-                    kept += 1
-                    if kept == count {
-                        bound = id + 1
-                        return false
-                    }
-                    return true
-                }
-            }
-        }
-        for member in family {
-            let unsaved = changes[member] ?? [:]
-            for (id, change) in flushing?.changes[member] ?? [:] where id > cursor && id < bound && unsaved[id] == nil {
-                guard case .upsert(let bytes, _) = change else { continue }
-                let decided = filters ? bytes.withUnsafeBytes { condition.evaluate($0) } : nil
-                if decided != false { batch.records.append(Batch.Record(id: id, entity: member, range: 0..<0, decided: decided, unsaved: bytes)) }
-            }
-            for (id, change) in unsaved where id > cursor && id < bound {
-                guard case .upsert(let bytes, _) = change else { continue }
-                let decided = filters ? bytes.withUnsafeBytes { condition.evaluate($0) } : nil
-                if decided != false { batch.records.append(Batch.Record(id: id, entity: member, range: 0..<0, decided: decided, unsaved: bytes)) }
-            }
-        }
-        if family.count > 1 { batch.records.removeAll { $0.id >= bound } }
-        batch.records.sort { $0.id < $1.id }
-        return batch
-    }
-
     /// The fewest records a tree holds for a filtered fetch to scan it on several threads
     /// (`Store.Configuration.scanThreads`): below it, starting threads costs more than they save.
     static let parallelScanMinimum: UInt64 = 20_000
-
-    /// How many records a descriptor selects — `fetch(descriptor).count`, unsaved changes
-    /// included, records of sub-entities included — without reading what it need not:
-    ///
-    /// - Without a predicate, no record is read: the count is the sum of the record counts the
-    ///   store root keeps for the entity and its sub-entities, adjusted for this context's
-    ///   unsaved inserts (added) and deletes of saved records (subtracted); unsaved updates
-    ///   change nothing.
-    /// - With a predicate, only the records the byte-level pre-filter cannot decide are
-    ///   decoded and given to the predicate; the others are counted from the fields the
-    ///   predicate tests (a record stored in overflow pages is judged from its first bytes
-    ///   when its tested fields come before its large values). When an index holds exactly the
-    ///   records the predicate selects (a conjunction of comparisons of one indexed attribute
-    ///   with constants, bounded on both sides or an equality), the count comes from the index
-    ///   entries without reading records.
-    ///
-    /// The offset and limit apply as in `fetch`: `min(limit, max(0, total − offset))`; the sort
-    /// order does not matter. Unlike `fetch`, a count does not fail on a stored record that
-    /// cannot be read as `Record` when it needs no decoding to be counted.
-    /// - Throws: `.recordCoding` for a record that must be decoded and cannot be read as
-    ///   `Record`; an error the predicate throws; storage errors.
-    public func fetchCount<Record: PersistentRecord>(_ descriptor: FetchDescriptor<Record>) throws -> Int {
-        let entityID = try store.entityID(of: Record.self)
-        let family = store.model.family(of: entityID)  // the entity and its sub-entities
-        var pending = pendingChanges(of: entityID)
-        for member in family where member != entityID { pending.merge(pendingChanges(of: member)) { first, _ in first } }
-        let snapshot = try readSnapshot()
-        let condition = try descriptor.predicate.map { try store.condition(for: $0) } ?? .constant(true)
-        let offset = max(0, descriptor.fetchOffset ?? 0)
-        let total: Int
-        if condition == .constant(true) {
-            total = try countAll(family, pending: pending, in: snapshot)
-        } else {
-            // Enough matches for the limit: the trees need not be read further.
-            let wanted = descriptor.fetchLimit.map { max(0, $0) + offset }
-            total = try countMatches(descriptor, condition: condition, family: family, pending: pending, wanted: wanted, in: snapshot)
-        }
-        let count = max(0, total - offset)
-        return descriptor.fetchLimit.map { min(count, max(0, $0)) } ?? count
-    }
-
-    /// How many records of `family` this context sees: the trees' counts from the store root,
-    /// less the saved records that have an unsaved change (each looked up, not read), plus
-    /// the unsaved inserts and updates.
-    private func countAll(_ family: [UInt32], pending: [UInt64: Change], in snapshot: RecordSnapshot) throws -> Int {
-        var total = family.reduce(0) { $0 + Int(clamping: snapshot.root.entities[$1]?.tree.count ?? 0) }
-        for (id, change) in pending {
-            if case .upsert = change { total += 1 }
-            // An unsaved insert's id is new: no tree holds it — unless a flush being written
-            // (a migration stage's closure) has committed it since.
-            if case .upsert(_, true) = change, flushing == nil { continue }
-            for member in family where try translatingErrors({ try snapshot.reader(for: member).contains(id) }) {
-                total -= 1
-                break
-            }
-        }
-        return total
-    }
-
-    /// How many records of `family` the predicate selects (as `fetch` sees them), counted
-    /// without decoding the ones the pre-filter decides; stops reading the trees once
-    /// `wanted` matched (the count is then cut to the limit anyway).
-    private func countMatches<Record: PersistentRecord>(_ descriptor: FetchDescriptor<Record>, condition: RecordCondition,
-                                                        family: [UInt32], pending: [UInt64: Change], wanted: Int?,
-                                                        in snapshot: RecordSnapshot) throws -> Int {
-        let filters = condition.isUseful
-        let (filter, prefixFilter) = Self.scanFilters(condition)
-        var found = 0
-        // Generic, so called only for records the pre-filter leaves undecided.
-        func matches(_ bytes: UnsafeRawBufferPointer) throws -> Bool {
-            let record = try store.decode(Record.self, from: bytes)
-            return try descriptor.predicate.map { try $0.evaluate(record) } ?? true
-        }
-        func consider(_ bytes: UnsafeRawBufferPointer, decided: Bool?) throws {
-            if let decided { if decided { found += 1 } } else if try matches(bytes) { found += 1 }
-        }
-        let unsaved = pending  // a constant: the per-record closures read it without exclusivity checks
-        for member in family {
-            if let wanted, found >= wanted { break }
-            let reader = snapshot.reader(for: member)
-            let records = Int(clamping: snapshot.root.entities[member]?.tree.count ?? 0)
-            if filters, let plan = store.indexPlan(for: member, condition: condition, in: snapshot) {
-                // The index's entries are the answer (each re-checked only when its key was cut).
-                if let index = snapshot.root.indexes[StoreRoot.IndexID(entityID: member, attributeID: plan.attributeID)],
-                   Self.indexIsExact(for: condition, attributeID: plan.attributeID, range: plan.range, defaultKey: index.defaultKey) {
-                    let scanned: Void? = try store.translating {
-                        try snapshot.scanIndexExactly(entityID: member, attributeID: plan.attributeID, range: plan.range) { id, exact in
-                            guard unsaved.isEmpty || unsaved[id] == nil else { return true }
-                            if exact {
-                                found += 1
-                            } else {
-                                try readCandidate(id, reader, member, condition) { try consider($0, decided: $1) }
-                            }
-                            return wanted.map { found < $0 } ?? true
-                        }
-                    }
-                    if scanned != nil {
-                        store.fetchPlans.indexed.add(1, ordering: .relaxed)
-                        continue
-                    }
-                }
-                let ids = try store.translating { try snapshot.indexedIDs(entityID: member, attributeID: plan.attributeID, range: plan.range) }
-                // Reading most of the records one by one costs more than one scan.
-                if ids.count <= records / 4 {
-                    store.fetchPlans.indexed.add(1, ordering: .relaxed)
-                    for id in ids.sorted() {
-                        if let wanted, found >= wanted { break }
-                        guard unsaved.isEmpty || unsaved[id] == nil else { continue }
-                        try readCandidate(id, reader, member, condition) { try consider($0, decided: $1) }
-                    }
-                    continue
-                }
-            }
-            store.fetchPlans.scanned.add(1, ordering: .relaxed)
-            let threads = store.configuration.scanThreads
-            let parallel = filters && wanted == nil && threads > 1 && UInt64(records) >= Self.parallelScanMinimum
-            if parallel { store.fetchPlans.scannedInParallel.add(1, ordering: .relaxed) }
-            // Records the pre-filter accepts are counted unread; an overflowed one is judged
-            // from its first bytes and not assembled unless they leave it undecided.
-            try translatingErrors {
-                try reader.scanFiltered(threads: parallel ? threads : 1, filter: filter, prefixFilter: prefixFilter,
-                                        readsAccepted: false) { id, bytes, decided in
-                    guard unsaved.isEmpty || unsaved[id] == nil else { return true }
-                    try consider(bytes, decided: decided)
-                    return wanted.map { found < $0 } ?? true
-                }
-            }
-        }
-        for change in pending.values {
-            if case .upsert(let bytes, _) = change {
-                try bytes.withUnsafeBytes { bytes in
-                    let decided = filters ? condition.evaluate(bytes) : nil
-                    if decided != false { try consider(bytes, decided: decided) }
-                }
-            }
-        }
-        return found
-    }
-
-    /// Reads record `id` (a candidate an index named) and passes its bytes and the pre-filter's
-    /// answer to `consider` unless the pre-filter rejects it.
-    private func readCandidate(_ id: UInt64, _ reader: RecordTreeReader, _ member: UInt32, _ condition: RecordCondition,
-                               _ consider: (UnsafeRawBufferPointer, Bool?) throws -> Void) throws {
-        let present: Void? = try translatingErrors {
-            try reader.withRecord(id) { bytes in
-                let decided = condition.evaluate(bytes)
-                if decided != false { try consider(bytes, decided) }
-            }
-        }
-        guard present != nil else {
-            throw StrataError.corruption(file: "index of entity \(member)", offset: 0,
-                                         reason: "the index names record \(id), which does not exist")
-        }
-    }
-
-    /// Whether the records an index yields for `range` (read by `Store.indexPlan` from
-    /// `condition`) are exactly those `condition` accepts, so a count need not read them:
-    /// `condition` is one comparison of the attribute with a constant, or a conjunction of
-    /// such, all of one value type, none `!=`; the range is an equality or bounded on both
-    /// sides (so it holds no null keys, no NaN after +∞ and no key of another kind); the
-    /// value a record lacking the attribute reads as is the index's default (the key it is
-    /// indexed by), and is not null unless the condition is equalities only (a missing value
-    /// is then never equal); a record lacking an attribute without default that does not
-    /// decode without it is keyed null, outside the range, and not counted (a fetch would
-    /// throw on it). Entries whose keys were stored cut are still re-checked
-    /// (`scanIndexExactly`). Strings and data compare as index keys order them: by canonical
-    /// equivalence and NFC bytes (invariant 19, `IndexKey`), as Swift compares them.
-    static func indexIsExact(for condition: RecordCondition, attributeID: UInt32, range: IndexRange, defaultKey: [UInt8]) -> Bool {
-        var constants: [Value] = []
-        var equalitiesOnly = true
-        var absentValue: Value??
-        func collect(_ condition: RecordCondition) -> Bool {
-            switch condition {
-            case .and(let a, let b): return collect(a) && collect(b)
-            case .compare(let id, let comparison, let constant, let absent) where id == attributeID && comparison != .notEqual:
-                guard !constant.isNull else { return false }
-                if case .double(let d) = constant, d.isNaN { return false }
-                if let first = absentValue, first != absent { return false }
-                absentValue = .some(absent)
-                if comparison != .equal { equalitiesOnly = false }
-                constants.append(constant)
-                return true
-            default: return false
-            }
-        }
-        guard collect(condition), let first = constants.first, let absentValue else { return false }
-        guard constants.allSatisfy({ $0.hasSameType(as: first) }) else { return false }
-        switch first {
-        case .int, .double, .date, .string: break
-        case .bool, .uuid: guard equalitiesOnly else { return false }
-        default: return false
-        }
-        guard range.lower != nil, range.upper != nil else { return false }
-        // A record lacking the attribute is keyed by the default; with none (the null key,
-        // outside the range) it does not decode (a fetch would throw) or, for an optional, is
-        // nil, which only equalities decide (false).
-        guard let absent = absentValue else { return defaultKey == IndexKey.nullKey }
-        if absent.isNull { return equalitiesOnly && defaultKey == IndexKey.nullKey }
-        return IndexKey.encode(absent) == defaultKey
-    }
 
     // MARK: Helpers
 
