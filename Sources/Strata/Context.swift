@@ -33,62 +33,13 @@ public final class Context {
         didSet { if savesWithStage && stageFlush == nil { stageFlush = StageFlush(store: store) } }
     }
 
-    /// What a migration closure's context carries from flush to flush.
-    final class StageFlush {
-        /// Unsaved changes (records inserted, updated or deleted) past which they are flushed.
-        var maximumChanges: Int
-        /// Encoded bytes of unsaved inserts and updates past which they are flushed.
-        var maximumBytes: Int
-        /// Flushes so far.
-        var flushes = 0
-        /// The largest number of unsaved changes the context held (tests: memory stays bounded).
-        var mostUnsavedChanges = 0
-        /// The history journal's per-entity counts of the flushes so far, journaled with the
-        /// closure's last commit.
-        var counts: [UInt32: (inserted: UInt64, updated: UInt64, deleted: UInt64)] = [:]
-        /// Per root entity, the first id the closure's inserts get: records at or above it were
-        /// inserted by this closure (ids are never reused and the closure is the only writer).
-        let firstNewIDs: [UInt32: UInt64]
-
-        init(store: Store) {
-            maximumChanges = store.configuration.migrationFlushChanges
-            maximumBytes = store.configuration.migrationFlushBytes
-            firstNewIDs = store.nextIDsSnapshot()
-        }
-    }
-
     /// Set for a migration closure's context (with `savesWithStage`).
     private(set) var stageFlush: StageFlush?
     /// A flush being written on a thread of its own while the closure goes on (stores without
     /// unique attributes: see `flushIfNeeded`); reads see its changes under the context's own
     /// until the next flush or the closure's last commit waits for it.
-    private(set) var flushing: Flushing?
+    var flushing: Flushing?
 
-    /// Journal counts per entity: inserted, updated, deleted.
-    typealias Counts = [UInt32: (inserted: UInt64, updated: UInt64, deleted: UInt64)]
-
-    /// What a closure's commit needs of `StageFlush`: flushes so far, the first new id of each
-    /// hierarchy and the counts carried so far.
-    private struct FlushState: Sendable {
-        var flushes: Int
-        var firstNewIDs: [UInt32: UInt64]
-        var counts: Counts
-        /// A flush written on a thread of its own waits for its sync there (the closure goes
-        /// on meanwhile, and most of its bytes are durable by its last commit); one written on
-        /// the closure's thread does not wait: the closure's last commit makes it durable.
-        var inBackground = false
-    }
-
-    /// A flush in the background: its changes and, once written, its counts or error.
-    final class Flushing: Sendable {
-        let changes: [UInt32: [UInt64: Change]]
-        let finished = DispatchSemaphore(value: 0)
-        let outcome = Mutex<Result<Counts, any Error>?>(nil)
-
-        init(changes: [UInt32: [UInt64: Change]]) {
-            self.changes = changes
-        }
-    }
     /// How many times this migration closure's context flushed its changes (tests).
     package var stageFlushCount: Int { stageFlush?.flushes ?? 0 }
     /// The unsaved changes past which this migration closure's context flushes (nil: a context
@@ -105,7 +56,7 @@ public final class Context {
     /// How many changes `changes` holds (tests: a migration closure's memory stays bounded),
     /// and the bytes of their encoded records.
     package private(set) var unsavedChangeCount = 0
-    private var unsavedBytes = 0
+    private(set) var unsavedBytes = 0
     /// Incremented whenever unsaved changes leave the context at once (saved, flushed, rolled
     /// back): an enumeration then reads the records after its position again.
     private(set) var changeGeneration = 0
@@ -275,7 +226,7 @@ public final class Context {
     }
 
     /// Empties the context's unsaved changes (saved or rolled back).
-    private func forgetChanges() {
+    func forgetChanges() {
         changes.removeAll()
         pendingUnique.removeAll()
         unsavedChangeCount = 0
@@ -283,165 +234,16 @@ public final class Context {
         changeGeneration += 1
     }
 
-    /// How a write belongs to a migration stage: a flush of a closure's changes (not waited for,
-    /// flagged in the marker) or the closure's last commit, with the stage's progress.
-    private enum StageWrite {
-        case flush(FlushState)
-        case last(FlushState?, (RecordTransaction) throws -> Void)
-    }
-
-    /// Writes `changes` in one record-store transaction (relationships maintained, unique
-    /// values checked: see ``save()``).
-    /// Returns, for a flush, the closure's journal counts with this flush's added.
-    @discardableResult
-    private static func write(_ changes: [UInt32: [UInt64: Change]], to store: Store, author: String?,
-                              stage: StageWrite? = nil) throws -> Counts {
-        try store.checkWritable()
-        var carried: Counts = [:]
-        var durability = store.configuration.durability.pageLogDurability
-        var syncs = true
-        if case .flush(let state)? = stage {
-            // Before the closure's last commit a flush need not be durable: after a crash the
-            // migration is undone anyway (invariant 22).
-            durability = .durable
-            syncs = state.inBackground
-        }
-        func commit(_ body: (RecordTransaction) throws -> Void) throws {
-            if syncs {
-                try store.records.write(durability: durability, body)
-            } else {
-                _ = try store.records.writeDeferringSync(body)
+    /// Puts changes back under the unsaved ones (those made since win): a flush that failed.
+    func takeBack(_ taken: [UInt32: [UInt64: Change]]) {
+        for (entityID, entityChanges) in taken {
+            for (id, change) in entityChanges where changes[entityID]?[id] == nil {
+                changes[entityID, default: [:]][id] = change
+                unsavedChangeCount += 1
+                unsavedBytes += Self.cost(of: change)
             }
         }
-        try store.translating {
-            try commit { transaction in
-                store.beginJournal(transaction, author: author)
-                var flush: FlushState?
-                if let stage {
-                    // A migration stage's closures: their changes are summarized per entity,
-                    // carried from flush to flush and journaled once, with the closure's last commit.
-                    transaction.history?.summarizes = true
-                    transaction.mappedReads = false  // a closure may rewrite a whole store: leave none of it mapped
-                    transaction.defersLeafCompression = true  // compressed after the launch, as a transform's records
-                    switch stage {
-                    case .flush(let state): flush = state
-                    case .last(let state, _): flush = state
-                    }
-                    if let flush, flush.flushes > 0 {
-                        let model = store.model, first = flush.firstNewIDs
-                        transaction.history?.insertedEarlier = { entityID, id in id >= first[model.rootID(of: entityID), default: 1] }
-                    }
-                }
-                let graph = GraphTransaction(store: store, transaction: transaction)
-                for (entityID, entityChanges) in changes {
-                    for (id, change) in entityChanges {
-                        switch change {
-                        case .upsert(let bytes, let isNew): graph.stageUpsert(entityID: entityID, id: id, bytes: bytes, isNew: isNew)
-                        case .delete: graph.stageDelete(entityID: entityID, id: id)
-                        }
-                    }
-                }
-                try graph.commit()
-                guard let stage else { return }
-                var counts = flush?.counts ?? [:]
-                if let (taken, retracted) = transaction.history?.takeSummary() {
-                    for (entity, count) in taken {
-                        counts[entity, default: (0, 0, 0)].inserted += count.inserted
-                        counts[entity, default: (0, 0, 0)].updated += count.updated
-                        counts[entity, default: (0, 0, 0)].deleted += count.deleted
-                    }
-                    for (entity, number) in retracted {
-                        counts[entity, default: (0, 0, 0)].inserted -= min(number, counts[entity]?.inserted ?? 0)
-                    }
-                }
-                switch stage {
-                case .flush:
-                    transaction.updateMigration { $0.closureFlushed = true }
-                    // Kept once the commit succeeded (the caller): a failed flush leaves the counts as they were.
-                    carried = counts
-                case .last(_, let extra):
-                    for (entity, count) in counts.sorted(by: { $0.key < $1.key }) where count != (0, 0, 0) {
-                        transaction.history?.recordMigration(entityID: entity, inserted: count.inserted, updated: count.updated,
-                                                             deleted: count.deleted)
-                    }
-                    transaction.updateMigration { $0.closureFlushed = false }
-                    try extra(transaction)
-                }
-            }
-        }
-        return carried
-    }
-
-    /// Commits every unsaved change and `extra`'s writes (the stage's progress) in one
-    /// durable transaction — what a migration stage does with its closures' contexts. The
-    /// history journal gets one summary per entity for the closure, its flushes included.
-    func saveWithStage(_ extra: @escaping (RecordTransaction) throws -> Void) throws {
-        try waitForFlush()
-        try Self.write(changes, to: store, author: author, stage: .last(stageFlush.map(state(of:)), extra))
-        forgetChanges()
-    }
-
-    private func state(of flush: StageFlush) -> FlushState {
-        FlushState(flushes: flush.flushes, firstNewIDs: flush.firstNewIDs, counts: flush.counts)
-    }
-
-    /// A migration closure's context: writes the unsaved changes into the store when they pass
-    /// the flush bounds, in a commit of the migration that flags the marker (so a crash
-    /// before the closure's last commit undoes the migration instead of resuming the closure).
-    ///
-    /// When no entity of the store has a unique attribute, the commit is written on a thread
-    /// of its own while the closure goes on (its reads see the flushed changes through
-    /// `flushing` meanwhile); the next flush, and the closure's last commit, wait for it first,
-    /// and an error it met is thrown there. (A unique value is checked against the unsaved and
-    /// the stored records: one being written would be neither.)
-    private func flushIfNeeded() throws {
-        guard let stageFlush, unsavedChangeCount >= stageFlush.maximumChanges || unsavedBytes >= stageFlush.maximumBytes else { return }
-        try waitForFlush()
-        var state = state(of: stageFlush)
-        if !store.uniqueAttributes.isEmpty {
-            stageFlush.counts = try Self.write(changes, to: store, author: author, stage: .flush(state))
-            stageFlush.flushes += 1
-            forgetChanges()
-            return
-        }
-        let flush = Flushing(changes: changes)
-        let store = store, author = author
-        state.inBackground = true
-        let background = state
-        DispatchQueue.global(qos: .userInitiated).async {
-            let outcome = Result { try Self.write(flush.changes, to: store, author: author, stage: .flush(background)) }
-            flush.outcome.withLock { $0 = outcome }
-            flush.finished.signal()
-        }
-        flushing = flush
-        stageFlush.flushes += 1
-        forgetChanges()
-    }
-
-    /// Waits for the flush being written in the background, if any. On success its counts
-    /// become the closure's; on error its changes come back into the context (under the ones
-    /// made since) and the error is thrown.
-    func waitForFlush() throws {
-        guard let flush = flushing else { return }
-        flush.finished.wait()
-        flushing = nil
-        switch flush.outcome.withLock({ $0 }) {
-        case .success(let counts)?:
-            stageFlush?.counts = counts
-        case .failure(let error)?:
-            stageFlush?.flushes -= 1
-            for (entityID, entityChanges) in flush.changes {
-                for (id, change) in entityChanges where changes[entityID]?[id] == nil {
-                    changes[entityID, default: [:]][id] = change
-                    unsavedChangeCount += 1
-                    unsavedBytes += Self.cost(of: change)
-                }
-            }
-            changeGeneration += 1
-            throw error
-        case nil:
-            break
-        }
+        changeGeneration += 1
     }
 
     /// The unsaved change of record `id` of (concrete) entity `entityID` as reads see it: this
@@ -693,7 +495,7 @@ public final class Context {
     }
 
     /// The memory a change takes, roughly: its encoded record and the dictionary entry.
-    private static func cost(of change: Change?) -> Int {
+    static func cost(of change: Change?) -> Int {
         if case .upsert(let bytes, _)? = change { return bytes.count + 48 }
         return change == nil ? 0 : 48
     }
