@@ -129,7 +129,7 @@ enum MigrationWorkloads {
         parts: parts(migrate: migrateSplitPart, prefix: "split").merging(
             allSizes.flatMap { size -> [(String, Workload.Part)] in [
                 ("sqlite-\(size)", { context in try sqliteSplit(context, count: size) }),
-                ("estimate-\(size)", { context in try estimateSplit(context, count: size) }),
+                ("estimate-\(size)", { context in try estimate(context, count: size, schema: PersonSchemaSplit.self, plan: SplitPlan.self) }),
             ] },
             uniquingKeysWith: { first, _ in first })
     )
@@ -284,9 +284,11 @@ enum MigrationWorkloads {
                         ("store_bytes_after_compact", .int(Int64(clamping: FolderSize.bytes(at: path))))])
     }
 
-    /// `Store.dryRun`'s estimate of the split of the store the build part made (`count` persons).
-    @Sendable static func estimateSplit(_ context: WorkloadContext, count: Int) throws -> JSONValue {
-        let estimate = try Store.dryRun(at: context.path("strata-\(count)"), schema: PersonSchemaSplit.self, migrationPlan: SplitPlan.self)
+    /// `Store.dryRun`'s estimate of migrating the store the build part made (`count` persons)
+    /// to `schema` along `plan`.
+    static func estimate(_ context: WorkloadContext, count: Int, schema: any VersionedSchema.Type,
+                         plan: any SchemaMigrationPlan.Type) throws -> JSONValue {
+        let estimate = try Store.dryRun(at: context.path("strata-\(count)"), schema: schema, migrationPlan: plan)
         let duration = estimate.estimatedDuration.components
         return .object([("estimated_seconds", .double(Double(duration.seconds) + Double(duration.attoseconds) / 1e18))])
     }
@@ -488,10 +490,7 @@ enum ContextSplitWorkload {
             parts["fetchall-\(size)"] = { context in try migrate(context, size, plan: FetchAllSplitPlan.self) }
             parts["sqlite-\(size)"] = { context in try MigrationWorkloads.sqliteSplit(context, count: size) }
             parts["estimate-\(size)"] = { context in
-                let estimate = try Store.dryRun(at: context.path("strata-\(size)"), schema: PersonSchemaContextSplit.self,
-                                                migrationPlan: ContextSplitPlan.self)
-                let duration = estimate.estimatedDuration.components
-                return .object([("estimated_seconds", .double(Double(duration.seconds) + Double(duration.attoseconds) / 1e18))])
+                try MigrationWorkloads.estimate(context, count: size, schema: PersonSchemaContextSplit.self, plan: ContextSplitPlan.self)
             }
         }
         return parts
