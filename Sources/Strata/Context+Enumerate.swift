@@ -80,7 +80,8 @@ extension Context {
                 // batch was read.
                 var current: [UInt8]? = candidate.unsaved
                 var decided = candidate.decided
-                switch change(candidate.entity, candidate.id) {
+                let own = changes[candidate.entity]?[candidate.id]
+                switch own ?? inFlightChange(candidate.entity, candidate.id) {
                 case .delete?: continue
                 case .upsert(let bytes, _)?:
                     if candidate.unsaved.map({ $0 != bytes }) ?? true {
@@ -95,7 +96,7 @@ extension Context {
                     ?? batch.bytes.withUnsafeBytes { try decodeRecord(Record.self, from: UnsafeRawBufferPointer(rebasing: $0[candidate.range])) }
                 if decided == nil, let predicate = descriptor.predicate, try !predicate.evaluate(record) { continue }
                 if skip > 0 { skip -= 1; continue }
-                visiting = (candidate.id, candidate.entity, generation)
+                visiting = (candidate.id, candidate.entity, generation, own == nil ? changeStamp : nil)
                 defer { visiting = nil }
                 try block(Identified(id: RecordID(rawValue: candidate.id), record: record))
                 remaining -= 1

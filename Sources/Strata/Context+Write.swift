@@ -10,13 +10,11 @@ extension Context {
     /// What a migration closure's context carries from flush to flush.
     final class StageFlush {
         /// Unsaved changes (records inserted, updated or deleted) past which they are flushed.
-        var maximumChanges: Int
+        let maximumChanges: Int
         /// Encoded bytes of unsaved inserts and updates past which they are flushed.
-        var maximumBytes: Int
+        let maximumBytes: Int
         /// Flushes so far.
         var flushes = 0
-        /// The largest number of unsaved changes the context held (tests: memory stays bounded).
-        var mostUnsavedChanges = 0
         /// The history journal's per-entity counts of the flushes so far, journaled with the
         /// closure's last commit.
         var counts: [UInt32: (inserted: UInt64, updated: UInt64, deleted: UInt64)] = [:]
@@ -49,11 +47,14 @@ extension Context {
     /// A flush in the background: its changes and, once written, its counts or error.
     final class Flushing: Sendable {
         let changes: [UInt32: [UInt64: Change]]
+        /// The largest record id among `changes` (a lookup of a larger one need not hash it).
+        let largestID: UInt64
         let finished = DispatchSemaphore(value: 0)
         let outcome = Mutex<Result<Counts, any Error>?>(nil)
 
         init(changes: [UInt32: [UInt64: Change]]) {
             self.changes = changes
+            largestID = changes.values.lazy.compactMap { $0.keys.max() }.max() ?? 0
         }
     }
     /// How a write belongs to a migration stage: a flush of a closure's changes (not waited for,
@@ -178,13 +179,15 @@ extension Context {
             return
         }
         let flush = Flushing(changes: changes)
-        let store = store, author = author
+        let store = store, author = author, retired = retiredFlush
+        retiredFlush = nil
         state.inBackground = true
         let background = state
         DispatchQueue.global(qos: .userInitiated).async {
             let outcome = Result { try Self.write(flush.changes, to: store, author: author, stage: .flush(background)) }
             flush.outcome.withLock { $0 = outcome }
             flush.finished.signal()
+            withExtendedLifetime(retired) {}  // the previous flush's changes are freed here
         }
         flushing = flush
         stageFlush.flushes += 1
@@ -198,6 +201,9 @@ extension Context {
         guard let flush = flushing else { return }
         flush.finished.wait()
         flushing = nil
+        // Its changes (a dictionary of encoded records) are freed by the next flush's thread,
+        // not the closure's.
+        retiredFlush = flush
         switch flush.outcome.withLock({ $0 }) {
         case .success(let counts)?:
             stageFlush?.counts = counts

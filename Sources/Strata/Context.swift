@@ -30,8 +30,14 @@ public final class Context {
     /// `saveWithStage(_:)`, and unsaved changes past `stageFlush`'s bounds are flushed into the
     /// store in commits of the migration (Docs/Migrations.md, "Closures on large stores").
     var savesWithStage = false {
-        didSet { if savesWithStage && stageFlush == nil { stageFlush = StageFlush(store: store) } }
+        didSet {
+            if savesWithStage && stageFlush == nil { stageFlush = StageFlush(store: store) }
+            flushBounds = stageFlush.map { ($0.maximumChanges, $0.maximumBytes) } ?? (.max, .max)
+        }
     }
+    /// `stageFlush`'s bounds, kept here so that recording a change reads nothing else (`.max`
+    /// for a context that saves).
+    private var flushBounds: (changes: Int, bytes: Int) = (.max, .max)
 
     /// Set for a migration closure's context (with `savesWithStage`).
     private(set) var stageFlush: StageFlush?
@@ -39,6 +45,8 @@ public final class Context {
     /// unique attributes: see `flushIfNeeded`); reads see its changes under the context's own
     /// until the next flush or the closure's last commit waits for it.
     var flushing: Flushing?
+    /// The flush written last, kept so that the next flush's thread frees its changes.
+    var retiredFlush: Flushing?
 
     /// How many times this migration closure's context flushed its changes (tests).
     package var stageFlushCount: Int { stageFlush?.flushes ?? 0 }
@@ -60,10 +68,16 @@ public final class Context {
     /// Incremented whenever unsaved changes leave the context at once (saved, flushed, rolled
     /// back): an enumeration then reads the records after its position again.
     private(set) var changeGeneration = 0
-    /// The record `enumerate` is visiting: its id, concrete entity and the change generation it
-    /// was read in. Until the generation changes, it exists as the snapshot read says (or as the
-    /// context's unsaved change says), so `update` need not look it up in the store again.
-    var visiting: (id: UInt64, entity: UInt32, generation: Int)?
+    /// Incremented whenever `changes` changes (a change set or forgotten, changes saved,
+    /// flushed, rolled back or taken back).
+    private(set) var changeStamp = 0
+    /// The record `enumerate` is visiting: its id, concrete entity, the change generation it
+    /// was read in, and — when the context held no unsaved change of it then — the change
+    /// stamp of that moment (nil otherwise). Until the generation changes, it exists as the
+    /// snapshot read says (or as the context's unsaved change says), so `update` need not look
+    /// it up in the store again; while the stamp is unchanged, it has no unsaved change of
+    /// this context either, so `update` looks up nothing.
+    var visiting: (id: UInt64, entity: UInt32, generation: Int, unchangedAt: Int?)?
     /// The unique values unsaved inserts and updates hold: entity id → attribute id → full
     /// index key → record id (so two inserts of one unique value in a context make one record).
     private var pendingUnique: [UInt32: [UInt32: [[UInt8]: UInt64]]] = [:]
@@ -156,6 +170,17 @@ public final class Context {
     ///   new unique values (nothing is changed).
     public func update<Record: PersistentRecord>(_ id: RecordID<Record>, to record: Record) throws {
         var (entityID, bytes) = try encode(record)
+        if let visiting, visiting.id == id.rawValue, visiting.entity == entityID, visiting.generation == changeGeneration,
+           visiting.unchangedAt == changeStamp {
+            // The record `enumerate` is visiting, of this very entity, with no unsaved change
+            // of this context: it exists and is no unsaved insert (what `locate` and
+            // `isUnsavedInsert` would find), and there is no previous change to replace.
+            if let other = try uniqueMatch(entityID, bytes, excluding: id.rawValue) {
+                throw store.uniqueViolation(entityID: entityID, attributeID: other.attributeID, existing: "record \(other.id)")
+            }
+            try setChange(.upsert(bytes, isNew: false), entityID, id.rawValue)
+            return
+        }
         guard let concreteID = try locate(entityID, id.rawValue) else { throw StrataError.recordNotFound(id.description) }
         if concreteID != entityID, let current = try currentBytes(concreteID, id.rawValue) {
             bytes = try store.merge(bytes, as: entityID, into: current)
@@ -227,11 +252,18 @@ public final class Context {
 
     /// Empties the context's unsaved changes (saved or rolled back).
     func forgetChanges() {
-        changes.removeAll()
+        if stageFlush != nil {
+            // A migration closure's next changes are likely as many per entity as these: room
+            // for them from the start, not a table grown by doubling each time.
+            changes = changes.mapValues { Dictionary(minimumCapacity: $0.count) }
+        } else {
+            changes.removeAll()
+        }
         pendingUnique.removeAll()
         unsavedChangeCount = 0
         unsavedBytes = 0
         changeGeneration += 1
+        changeStamp &+= 1
     }
 
     /// Puts changes back under the unsaved ones (those made since win): a flush that failed.
@@ -244,13 +276,19 @@ public final class Context {
             }
         }
         changeGeneration += 1
+        changeStamp &+= 1
     }
 
     /// The unsaved change of record `id` of (concrete) entity `entityID` as reads see it: this
     /// context's, else that of the flush being written.
     func change(_ entityID: UInt32, _ id: UInt64) -> Change? {
-        if let change = changes[entityID]?[id] { return change }
-        return flushing?.changes[entityID]?[id]
+        changes[entityID]?[id] ?? inFlightChange(entityID, id)
+    }
+
+    /// The change of record `id` of entity `entityID` in the flush being written, if any.
+    func inFlightChange(_ entityID: UInt32, _ id: UInt64) -> Change? {
+        guard let flushing, id <= flushing.largestID else { return nil }
+        return flushing.changes[entityID]?[id]
     }
 
     /// Every unsaved change of an entity as reads see them (the context's over the flush's).
@@ -472,7 +510,7 @@ public final class Context {
 
     /// Records a change (nil: forget the unsaved insert), keeping `pendingUnique` in step.
     private func setChange(_ change: Change?, _ entityID: UInt32, _ id: UInt64) throws {
-        if let uniques = store.uniqueAttributes[entityID] {
+        if !store.uniqueAttributes.isEmpty, let uniques = store.uniqueAttributes[entityID] {
             if case .upsert(let bytes, _)? = changes[entityID]?[id] {
                 for (attributeID, key) in try uniqueKeys(bytes, entityID, uniques) where pendingUnique[entityID]?[attributeID]?[key] == id {
                     pendingUnique[entityID]?[attributeID]?[key] = nil
@@ -484,14 +522,13 @@ public final class Context {
                 }
             }
         }
-        let previous = changes[entityID]?[id]
-        changes[entityID, default: [:]][id] = change
+        // One lookup: the change set and the one it replaces.
+        let previous = change.map { changes[entityID, default: [:]].updateValue($0, forKey: id) } ?? changes[entityID]?.removeValue(forKey: id)
+        changeStamp &+= 1
         if previous != nil { unsavedChangeCount -= 1; unsavedBytes -= Self.cost(of: previous) }
         if change != nil { unsavedChangeCount += 1; unsavedBytes += Self.cost(of: change) }
-        if let stageFlush {
-            stageFlush.mostUnsavedChanges = max(stageFlush.mostUnsavedChanges, unsavedChangeCount)
-            try flushIfNeeded()
-        }
+        // A migration closure's context past its flush bounds (other contexts have none).
+        if unsavedChangeCount >= flushBounds.changes || unsavedBytes >= flushBounds.bytes { try flushIfNeeded() }
     }
 
     /// The memory a change takes, roughly: its encoded record and the dictionary entry.
@@ -515,7 +552,7 @@ public final class Context {
     /// holds one of `bytes`' non-null unique values, and which attribute matched; nil if none.
     /// - Throws: `.uniqueConstraintViolation` when two different records match.
     private func uniqueMatch(_ entityID: UInt32, _ bytes: [UInt8], excluding: UInt64?) throws -> (id: UInt64, attributeID: UInt32)? {
-        guard let uniques = store.uniqueAttributes[entityID] else { return nil }
+        guard !store.uniqueAttributes.isEmpty, let uniques = store.uniqueAttributes[entityID] else { return nil }
         let keys = try uniqueKeys(bytes, entityID, uniques)
         guard !keys.isEmpty else { return nil }
         let snapshot = try readSnapshot()

@@ -255,12 +255,14 @@ package final class HistoryRecorder {
         run = (entityID, id, 1)
     }
 
+    /// While summarizing: record `id` was updated to different bytes.
+    func recordSummarizedUpdate(entityID: UInt32, id: UInt64) {
+        if insertedEarlier?(entityID, id) != true { summary[entityID, default: (0, 0, 0)].updated += 1 }
+    }
+
     func recordUpdate(entityID: UInt32, id: UInt64, old: [UInt8], new: [UInt8]) throws {
         guard old != new else { return }
-        if summarizes {
-            if insertedEarlier?(entityID, id) != true { summary[entityID, default: (0, 0, 0)].updated += 1 }
-            return
-        }
+        if summarizes { return recordSummarizedUpdate(entityID: entityID, id: id) }
         let before: [(id: UInt32, value: Value)], after: [(id: UInt32, value: Value)]
         do {
             before = try RecordCodec.decodeFields(old)

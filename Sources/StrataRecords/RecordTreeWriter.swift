@@ -60,6 +60,18 @@ package final class RecordTreeWriter {
         return try materialize(leaf.node, index)
     }
 
+    /// Whether record `id`'s stored bytes differ from `bytes` (nil: there is no such record),
+    /// compared in its leaf without a copy unless it overflows.
+    private func differs(_ id: UInt64, from bytes: [UInt8]) throws -> Bool? {
+        let (_, _, leaf, _) = try findLeaf(id)
+        let (found, index) = leaf.node.search(id)
+        guard found else { return nil }
+        if leaf.node.isOverflow(index) { return try materialize(leaf.node, index) != bytes }
+        let stored = leaf.node.bytes(index)
+        guard stored.count == bytes.count else { return true }
+        return !stored.withUnsafeBytes { old in bytes.withUnsafeBytes { old.elementsEqual($0) } }
+    }
+
     /// Inserts a new record. Throws `RecordTreeError.duplicateID` when the id exists.
     package func insert(_ id: UInt64, bytes: [UInt8]) throws {
         try put(id, bytes: bytes, mustExist: false, mustNotExist: true)
@@ -190,7 +202,14 @@ package final class RecordTreeWriter {
         if let journal {
             // Told before the tree changes; an insert of an existing id throws below, and the
             // transaction with it.
-            if root.rootPageID != 0, !mustNotExist, let old = try get(id) {
+            if journal.summarizes, root.rootPageID != 0, !mustNotExist {
+                // A summary counts changes only: the stored record is compared where it lies.
+                if let changed = try differs(id, from: bytes) {
+                    if changed { journal.recordSummarizedUpdate(entityID: entityID, id: id) }
+                } else if !mustExist {
+                    try journal.recordInsert(entityID: entityID, id: id)
+                }
+            } else if root.rootPageID != 0, !mustNotExist, let old = try get(id) {
                 try journal.recordUpdate(entityID: entityID, id: id, old: old, new: bytes)
             } else if !mustExist {
                 try journal.recordInsert(entityID: entityID, id: id)
