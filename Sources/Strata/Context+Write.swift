@@ -107,13 +107,19 @@ extension Context {
                     }
                 }
                 let graph = GraphTransaction(store: store, transaction: transaction)
-                for (entityID, entityChanges) in changes {
-                    for (id, change) in entityChanges {
+                graph.reserveUpserts(changes.values.reduce(0) { $0 + $1.count })
+                // In the order the trees are written (per entity: updates, then inserts, each by
+                // id), so the graph's sort finds its input sorted.
+                for (entityID, entityChanges) in changes.sorted(by: { $0.key < $1.key }) {
+                    var inserts: [(id: UInt64, bytes: [UInt8])] = []
+                    for (id, change) in entityChanges.sorted(by: { $0.key < $1.key }) {
                         switch change {
-                        case .upsert(let bytes, let isNew): graph.stageUpsert(entityID: entityID, id: id, bytes: bytes, isNew: isNew)
+                        case .upsert(let bytes, true): inserts.append((id, bytes))
+                        case .upsert(let bytes, false): graph.stageUpsert(entityID: entityID, id: id, bytes: bytes, isNew: false)
                         case .delete: graph.stageDelete(entityID: entityID, id: id)
                         }
                     }
+                    for insert in inserts { graph.stageUpsert(entityID: entityID, id: insert.id, bytes: insert.bytes, isNew: true) }
                 }
                 try graph.commit()
                 guard let stage else { return }

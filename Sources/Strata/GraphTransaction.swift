@@ -72,6 +72,11 @@ final class GraphTransaction {
 
     /// Stages an insert (`isNew`) or a full replacement of record `id` of entity `entityID`
     /// (its concrete entity).
+    /// Makes room for `count` more staged inserts and updates.
+    func reserveUpserts(_ count: Int) {
+        upserts.reserveCapacity(upserts.count + count)
+    }
+
     func stageUpsert(entityID: UInt32, id: UInt64, bytes: [UInt8], isNew: Bool) {
         upserts.append((Key(entityID: entityID, id: id), bytes, isNew))
     }
@@ -253,10 +258,18 @@ final class GraphTransaction {
     private func writeUpserts() throws {
         let schemaVersion = store.binding.versionID
         try store.translating {
-            // Per entity, updates before inserts (see `rank`).
+            // Per entity, updates before inserts (see `rank`). Staged in this order already
+            // (`Context.write`), the sort only checks it.
+            var current: (entityID: UInt32, tree: RecordTreeWriter)?
             for upsert in upserts.sorted(by: { ($0.key.entityID, $0.isNew ? 1 : 0, $0.key.id) < ($1.key.entityID, $1.isNew ? 1 : 0, $1.key.id) }) {
                 let key = upsert.key
-                let tree = transaction.tree(for: key.entityID, schemaVersion: schemaVersion)
+                let tree: RecordTreeWriter
+                if let current, current.entityID == key.entityID {
+                    tree = current.tree
+                } else {
+                    tree = transaction.tree(for: key.entityID, schemaVersion: schemaVersion)
+                    current = (key.entityID, tree)
+                }
                 if upsert.isNew {
                     try insert(key, upsert.bytes, into: tree)
                 } else if try !tree.update(key.id, bytes: upsert.bytes) {

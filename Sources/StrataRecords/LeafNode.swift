@@ -66,6 +66,15 @@ struct LeafNode: Equatable {
         }
     }
 
+    /// Replaces record `index`'s bytes (its id stays): the bytes after it move once.
+    mutating func replace(at index: Int, with bytes: UnsafeRawBufferPointer, overflow: Bool) {
+        let range = start(index)..<end(index)
+        data.replaceSubrange(range, with: bytes.assumingMemoryBound(to: UInt8.self))
+        let delta = UInt32(truncatingIfNeeded: bytes.count &- range.count)
+        if delta != 0 { for later in (index + 1)..<ends.count { ends[later] &+= delta } }
+        ends[index] = UInt32(range.lowerBound + bytes.count) | (overflow ? Self.overflowFlag : 0)
+    }
+
     mutating func remove(at index: Int) {
         let range = start(index)..<end(index)
         data.removeSubrange(range)

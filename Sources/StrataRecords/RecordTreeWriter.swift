@@ -203,12 +203,20 @@ package final class RecordTreeWriter {
             // Told before the tree changes; an insert of an existing id throws below, and the
             // transaction with it.
             if journal.summarizes, root.rootPageID != 0, !mustNotExist {
-                // A summary counts changes only: the stored record is compared where it lies.
+                // A summary counts changes only: the stored record is compared where it lies
+                // (by `place`, for a record that fits in its leaf).
+                let (stored, overflow) = try storedForm(bytes)
+                if !overflow {
+                    return try stored.withUnsafeBytes {
+                        try place(id, stored: $0, overflow: false, mustExist: mustExist, mustNotExist: false, summarizing: journal)
+                    }
+                }
                 if let changed = try differs(id, from: bytes) {
                     if changed { journal.recordSummarizedUpdate(entityID: entityID, id: id) }
                 } else if !mustExist {
                     try journal.recordInsert(entityID: entityID, id: id)
                 }
+                return try stored.withUnsafeBytes { try place(id, stored: $0, overflow: true, mustExist: mustExist, mustNotExist: false) }
             } else if root.rootPageID != 0, !mustNotExist, let old = try get(id) {
                 try journal.recordUpdate(entityID: entityID, id: id, old: old, new: bytes)
             } else if !mustExist {
@@ -329,7 +337,11 @@ package final class RecordTreeWriter {
 
     /// Puts the stored form of a record (its bytes, or an overflow reference) into its leaf;
     /// indexes and journal were told already.
-    private func place(_ id: UInt64, stored: UnsafeRawBufferPointer, overflow: Bool, mustExist: Bool, mustNotExist: Bool) throws -> Bool {
+    /// Puts a record's stored form into its leaf. `summarizing`: a journal that summarizes,
+    /// told here whether the record is inserted or its bytes change (`stored` must then be the
+    /// record's bytes, not an overflow reference).
+    private func place(_ id: UInt64, stored: UnsafeRawBufferPointer, overflow: Bool, mustExist: Bool, mustNotExist: Bool,
+                       summarizing journal: HistoryRecorder? = nil) throws -> Bool {
         if root.rootPageID == 0 {
             if mustExist { try freeStored(stored, overflow); return false }
             let pageID = try transaction.allocatePageID()
@@ -344,16 +356,22 @@ package final class RecordTreeWriter {
         let (found, index) = leaf.node.search(id)
         if found {
             if mustNotExist { try freeStored(stored, overflow); throw RecordTreeError.duplicateID(id) }
+            if let journal {
+                // An overflowing stored record is longer than any record that fits in a leaf.
+                let changed = leaf.node.isOverflow(index) || !leaf.node.bytes(index).withUnsafeBytes { $0.elementsEqual(stored) }
+                if changed { journal.recordSummarizedUpdate(entityID: entityID, id: id) }
+            }
             if leaf.node.isOverflow(index) { try freeOverflow(leaf.node, index) }
-            leaf.node.remove(at: index)
+            leaf.node.replace(at: index, with: stored, overflow: overflow)
         } else {
             if mustExist { try freeStored(stored, overflow); return false }
+            try journal?.recordInsert(entityID: entityID, id: id)
             root.count += 1
-        }
-        if index == leaf.node.count {
-            leaf.node.append(id, bytes: stored, overflow: overflow)
-        } else {
-            leaf.node.insert(id, bytes: stored.assumingMemoryBound(to: UInt8.self), overflow: overflow, at: index)
+            if index == leaf.node.count {
+                leaf.node.append(id, bytes: stored, overflow: overflow)
+            } else {
+                leaf.node.insert(id, bytes: stored.assumingMemoryBound(to: UInt8.self), overflow: overflow, at: index)
+            }
         }
         markDirty(leafID, .leaf(leaf))
         if leaf.node.encodedSize > options.maximumNodeSize && leaf.node.count > 1 {
