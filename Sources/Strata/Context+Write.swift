@@ -103,7 +103,7 @@ extension Context {
                     }
                     if let flush, flush.flushes > 0 {
                         let model = store.model, first = flush.firstNewIDs
-                        transaction.history?.insertedEarlier = { entityID, id in id >= first[model.rootID(of: entityID), default: 1] }
+                        transaction.history?.firstInsertedEarlier = { first[model.rootID(of: $0), default: 1] }
                     }
                 }
                 let graph = GraphTransaction(store: store, transaction: transaction)

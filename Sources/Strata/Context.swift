@@ -22,6 +22,11 @@ import StrataSchema
 ///
 /// Not thread-safe: use a context from one thread or task at a time (make one per task).
 public final class Context {
+    // The stored properties a loop of reads and changes touches on every record skip dynamic
+    // exclusivity checks (`@exclusivity(unchecked)`): a context is used by one thread at a
+    // time and no access to one of them overlaps another (the checks were ~3 % of a
+    // migration closure's loop).
+
     /// The store this context works on.
     public let store: Store
     /// Who makes the changes; recorded with each save (the history journal will carry it).
@@ -37,14 +42,14 @@ public final class Context {
     }
     /// `stageFlush`'s bounds, kept here so that recording a change reads nothing else (`.max`
     /// for a context that saves).
-    private var flushBounds: (changes: Int, bytes: Int) = (.max, .max)
+    @exclusivity(unchecked) private var flushBounds: (changes: Int, bytes: Int) = (.max, .max)
 
     /// Set for a migration closure's context (with `savesWithStage`).
-    private(set) var stageFlush: StageFlush?
+    @exclusivity(unchecked) private(set) var stageFlush: StageFlush?
     /// A flush being written on a thread of its own while the closure goes on (stores without
     /// unique attributes: see `flushIfNeeded`); reads see its changes under the context's own
     /// until the next flush or the closure's last commit waits for it.
-    var flushing: Flushing?
+    @exclusivity(unchecked) var flushing: Flushing?
     /// The flush written last, kept so that the next flush's thread frees its changes.
     var retiredFlush: Flushing?
 
@@ -60,24 +65,24 @@ public final class Context {
     }
 
     /// Unsaved changes by entity id, then record id.
-    private(set) var changes: [UInt32: [UInt64: Change]] = [:]
+    @exclusivity(unchecked) private(set) var changes: [UInt32: [UInt64: Change]] = [:]
     /// How many changes `changes` holds (tests: a migration closure's memory stays bounded),
     /// and the bytes of their encoded records.
-    package private(set) var unsavedChangeCount = 0
-    private(set) var unsavedBytes = 0
+    @exclusivity(unchecked) package private(set) var unsavedChangeCount = 0
+    @exclusivity(unchecked) private(set) var unsavedBytes = 0
     /// Incremented whenever unsaved changes leave the context at once (saved, flushed, rolled
     /// back): an enumeration then reads the records after its position again.
-    private(set) var changeGeneration = 0
+    @exclusivity(unchecked) private(set) var changeGeneration = 0
     /// Incremented whenever `changes` changes (a change set or forgotten, changes saved,
     /// flushed, rolled back or taken back).
-    private(set) var changeStamp = 0
+    @exclusivity(unchecked) private(set) var changeStamp = 0
     /// The record `enumerate` is visiting: its id, concrete entity, the change generation it
     /// was read in, and — when the context held no unsaved change of it then — the change
     /// stamp of that moment (nil otherwise). Until the generation changes, it exists as the
     /// snapshot read says (or as the context's unsaved change says), so `update` need not look
     /// it up in the store again; while the stamp is unchanged, it has no unsaved change of
     /// this context either, so `update` looks up nothing.
-    var visiting: (id: UInt64, entity: UInt32, generation: Int, unchangedAt: Int?)?
+    @exclusivity(unchecked) var visiting: (id: UInt64, entity: UInt32, generation: Int, unchangedAt: Int?)?
     /// The unique values unsaved inserts and updates hold: entity id → attribute id → full
     /// index key → record id (so two inserts of one unique value in a context make one record).
     private var pendingUnique: [UInt32: [UInt32: [[UInt8]: UInt64]]] = [:]
@@ -89,11 +94,11 @@ public final class Context {
     private var pinnedReaders: (type: ObjectIdentifier, readers: [RecordTreeReader])?
     /// The record type last decoded by `record(for:)`, with a decoding session on its
     /// entity's layout (which reuses one decoding state from record to record).
-    private var lastDecoding: (type: ObjectIdentifier, session: RecordDecodingSession)?
+    @exclusivity(unchecked) private var lastDecoding: (type: ObjectIdentifier, session: RecordDecodingSession)?
     /// The record type last encoded by `insert` or `update`, its entity and an encoding
     /// session on its layout (which reuses its buffer and learned field order from record to
     /// record: a loop updating one type allocates one array per record).
-    private var lastEncoding: (type: ObjectIdentifier, entityID: UInt32, session: RecordEncodingSession)?
+    @exclusivity(unchecked) private var lastEncoding: (type: ObjectIdentifier, entityID: UInt32, session: RecordEncodingSession)?
 
     /// A record's entity id and bytes, encoded through the session of the type last encoded.
     private func encode<Record: PersistentRecord>(_ record: Record) throws -> (entityID: UInt32, bytes: [UInt8]) {

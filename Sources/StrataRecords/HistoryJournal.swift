@@ -199,11 +199,12 @@ package final class HistoryRecorder {
     package var tombstoneAttributes: [UInt32: Set<UInt32>] = [:]
     /// Record per entity how many records changed instead of each change (migrations).
     @exclusivity(unchecked) package var summarizes = false
-    /// While summarizing: whether record `id` of an entity was inserted by an earlier
-    /// transaction of the same summary (a migration closure's flush, `takeSummary()`). Its
-    /// update is then no change of the summary (it counts as inserted already) and its delete
-    /// takes back that insert (`retracted`) instead of counting as deleted.
-    package var insertedEarlier: ((_ entityID: UInt32, _ id: UInt64) -> Bool)?
+    /// While summarizing: per entity, the first id of the records an earlier transaction of
+    /// the same summary (a migration closure's flush, `takeSummary()`) may have inserted —
+    /// records with this id or a larger one were inserted by it (nil: none was). Such a
+    /// record's update is no change of the summary (it counts as inserted already) and its
+    /// delete takes back that insert (`retracted`) instead of counting as deleted.
+    package var firstInsertedEarlier: ((_ entityID: UInt32) -> UInt64)?
     /// Per entity id, the properties (attributes and relationships) of the schema version the
     /// writer is bound to, each with the value a read gives a record that lacks it (its catalog
     /// default; `.null` for none). Updates and tombstones are journaled as the app reads the
@@ -221,6 +222,10 @@ package final class HistoryRecorder {
     // Unchecked: the transaction's thread only, and changed on every insert journaled.
     @exclusivity(unchecked) private var run: (entity: UInt32, first: UInt64, count: UInt64)?
     private var summary: [UInt32: (inserted: UInt64, updated: UInt64, deleted: UInt64)] = [:]
+    /// While summarizing: the summarized updates of the entity updated last, not yet added to
+    /// `summary` (a flush updates thousands of records of one entity in a row), with that
+    /// entity's `firstInsertedEarlier`.
+    @exclusivity(unchecked) private var updates: (entityID: UInt32, firstInserted: UInt64, count: UInt64)?
     /// Per entity, deletes of records `insertedEarlier` names (while summarizing).
     private var retracted: [UInt32: UInt64] = [:]
     private var hasOperations = false
@@ -234,13 +239,25 @@ package final class HistoryRecorder {
     }
 
     /// Whether the transaction changed no record (it gets no entry).
-    package var isEmpty: Bool { !hasOperations && run == nil && summary.isEmpty }
+    package var isEmpty: Bool { !hasOperations && run == nil && summary.isEmpty && (updates?.count ?? 0) == 0 }
+
+    /// Adds `updates` to `summary`.
+    private func addUpdates() {
+        if let updates, updates.count > 0 { summary[updates.entityID, default: (0, 0, 0)].updated += updates.count }
+        updates = nil
+    }
+
+    /// Whether record `id` of an entity was inserted by an earlier transaction of the summary.
+    private func insertedEarlier(_ entityID: UInt32, _ id: UInt64) -> Bool {
+        id >= firstInsertedEarlier?(entityID) ?? .max
+    }
 
     /// Takes the per-entity counts summarized so far out of this transaction's entry (which
     /// then journals none of them), with the deletes that took back earlier inserts
     /// (`insertedEarlier`): a migration closure carries them from flush to flush and journals
     /// the totals with its last commit (`recordMigration`).
     package func takeSummary() -> (counts: [UInt32: (inserted: UInt64, updated: UInt64, deleted: UInt64)], retracted: [UInt32: UInt64]) {
+        addUpdates()
         defer { summary.removeAll(); retracted.removeAll() }
         return (summary, retracted)
     }
@@ -257,7 +274,11 @@ package final class HistoryRecorder {
 
     /// While summarizing: record `id` was updated to different bytes.
     func recordSummarizedUpdate(entityID: UInt32, id: UInt64) {
-        if insertedEarlier?(entityID, id) != true { summary[entityID, default: (0, 0, 0)].updated += 1 }
+        if updates?.entityID != entityID {
+            addUpdates()
+            updates = (entityID, firstInsertedEarlier?(entityID) ?? .max, 0)
+        }
+        if let first = updates?.firstInserted, id < first { updates?.count += 1 }
     }
 
     func recordUpdate(entityID: UInt32, id: UInt64, old: [UInt8], new: [UInt8]) throws {
@@ -302,7 +323,7 @@ package final class HistoryRecorder {
 
     func recordDelete(entityID: UInt32, id: UInt64, old: [UInt8]) throws {
         if summarizes {
-            if insertedEarlier?(entityID, id) == true { retracted[entityID, default: 0] += 1 } else { summary[entityID, default: (0, 0, 0)].deleted += 1 }
+            if insertedEarlier(entityID, id) { retracted[entityID, default: 0] += 1 } else { summary[entityID, default: (0, 0, 0)].deleted += 1 }
             return
         }
         var tombstone: [UInt8] = []
@@ -383,6 +404,7 @@ package final class HistoryRecorder {
     /// Writes what is left of the entry (nothing when the transaction changed no record).
     func finish() throws {
         try flushRun()
+        addUpdates()
         for (entity, counts) in summary.sorted(by: { $0.key < $1.key }) {
             try append(.migration(entityID: entity, inserted: counts.inserted, updated: counts.updated, deleted: counts.deleted))
         }
