@@ -36,32 +36,58 @@ extension Context {
     ///     enumeration and is rethrown.
     /// - Throws: `.recordCoding` for a stored record that cannot be read as `Record`; an error
     ///   the predicate or `block` throws; storage errors.
+    @inlinable
     public func enumerate<Record: PersistentRecord>(_ descriptor: FetchDescriptor<Record>, batchSize: Int = 5_000,
                                                     _ block: (Identified<Record>) throws -> Void) throws {
-        let entityID = try store.entityID(of: Record.self)
-        let family = store.model.family(of: entityID)
+        // Inlinable, so the app's compiler specializes this shell for `Record` (decoding, the
+        // predicate, `Identified`, the call of `block`); finding the records is not generic.
         var skip = max(0, descriptor.fetchOffset ?? 0)
         var remaining = descriptor.fetchLimit.map { max(0, $0) } ?? .max
         guard remaining > 0 else { return }
-        if !descriptor.sortBy.isEmpty {
-            // The order needs every matching record: sort them, keep the identifiers only.
-            var unlimited = descriptor
-            unlimited.fetchLimit = nil
-            unlimited.fetchOffset = nil
-            let order = try fetch(unlimited).map(\.id.rawValue)
-            for id in order {
-                var current: Record?
-                try withRecordBytes(of: Record.self, id: id) { current = try decodeRecord(Record.self, from: $0) }
-                guard let record = current else { continue }  // deleted before its turn
-                if let predicate = descriptor.predicate, try !predicate.evaluate(record) { continue }
-                if skip > 0 { skip -= 1; continue }
-                try block(Identified(id: RecordID(rawValue: id), record: record))
-                remaining -= 1
-                if remaining == 0 { return }
-            }
-            return
+        if !descriptor.sortBy.isEmpty { return try enumerateSorted(descriptor, skip: skip, remaining: remaining, block) }
+        try enumerateCandidates(of: Record.self, predicate: descriptor.predicate, batchSize: batchSize) { id, bytes, decided in
+            let record = try decodeRecord(Record.self, from: bytes)
+            if decided == nil, let predicate = descriptor.predicate, try !predicate.evaluate(record) { return true }
+            if skip > 0 { skip -= 1; return true }
+            try block(Identified(id: RecordID(rawValue: id), record: record))
+            remaining -= 1
+            return remaining > 0
         }
-        let condition = try descriptor.predicate.map { try store.condition(for: $0) } ?? .constant(true)
+    }
+
+    /// `enumerate` with a sort order: every matching record is read as `fetch` reads them
+    /// (all held at once while they are sorted), then only their identifiers are kept and each
+    /// record is read again, with its current values, at its turn.
+    @usableFromInline
+    func enumerateSorted<Record: PersistentRecord>(_ descriptor: FetchDescriptor<Record>, skip: Int, remaining: Int,
+                                                   _ block: (Identified<Record>) throws -> Void) throws {
+        var skip = skip, remaining = remaining
+        var unlimited = descriptor
+        unlimited.fetchLimit = nil
+        unlimited.fetchOffset = nil
+        let order = try fetch(unlimited).map(\.id.rawValue)
+        for id in order {
+            var current: Record?
+            try withRecordBytes(of: Record.self, id: id) { current = try decodeRecord(Record.self, from: $0) }
+            guard let record = current else { continue }  // deleted before its turn
+            if let predicate = descriptor.predicate, try !predicate.evaluate(record) { continue }
+            if skip > 0 { skip -= 1; continue }
+            try block(Identified(id: RecordID(rawValue: id), record: record))
+            remaining -= 1
+            if remaining == 0 { return }
+        }
+    }
+
+    /// The records of `type`'s entity and its sub-entities, in identifier order, as this
+    /// context sees each one when its turn comes (see `enumerate`): `visit` gets each record's
+    /// identifier, its bytes and the pre-filter's answer (nil: the predicate must decide), and
+    /// returns whether to go on. While `visit` runs, `visiting` names the record.
+    @usableFromInline
+    func enumerateCandidates<Record: PersistentRecord>(of type: Record.Type, predicate: Predicate<Record>?, batchSize: Int,
+                                                       _ visit: (UInt64, UnsafeRawBufferPointer, Bool?) throws -> Bool) throws {
+        let entityID = try store.entityID(of: Record.self)
+        let family = store.model.family(of: entityID)
+        let condition = try predicate.map { try store.condition(for: $0) } ?? .constant(true)
         let filters = condition.isUseful
         // Records inserted from now on have larger identifiers: they are not visited.
         let end: UInt64 = pinnedSnapshot != nil ? .max : store.nextID(ofHierarchyOf: entityID)
@@ -76,7 +102,7 @@ extension Context {
                 // stale; read the records after the cursor again.
                 if changeGeneration != generation { break }
                 cursor = candidate.id
-                // The record as this context sees it now: `block` may have changed it since the
+                // The record as this context sees it now: `visit` may have changed it since the
                 // batch was read.
                 var current: [UInt8]? = candidate.unsaved
                 var decided = candidate.decided
@@ -92,15 +118,11 @@ extension Context {
                 case nil:
                     if candidate.unsaved != nil { continue }  // an unsaved insert since deleted
                 }
-                let record = try current.map { try $0.withUnsafeBytes { try decodeRecord(Record.self, from: $0) } }
-                    ?? batch.bytes.withUnsafeBytes { try decodeRecord(Record.self, from: UnsafeRawBufferPointer(rebasing: $0[candidate.range])) }
-                if decided == nil, let predicate = descriptor.predicate, try !predicate.evaluate(record) { continue }
-                if skip > 0 { skip -= 1; continue }
                 visiting = (candidate.id, candidate.entity, generation, own == nil ? changeStamp : nil)
                 defer { visiting = nil }
-                try block(Identified(id: RecordID(rawValue: candidate.id), record: record))
-                remaining -= 1
-                if remaining == 0 { return }
+                let goesOn = try current.map { try $0.withUnsafeBytes { try visit(candidate.id, $0, decided) } }
+                    ?? batch.bytes.withUnsafeBytes { try visit(candidate.id, UnsafeRawBufferPointer(rebasing: $0[candidate.range]), decided) }
+                if !goesOn { return }
             }
         }
     }

@@ -10,6 +10,7 @@ public struct Identified<Record: PersistentRecord> {
     public var record: Record
 
     /// Pairs an identifier with a record.
+    @inlinable
     public init(id: RecordID<Record>, record: Record) {
         self.id = id
         self.record = record
