@@ -106,7 +106,7 @@ extension Context {
                 // batch was read.
                 var current: [UInt8]? = candidate.unsaved
                 var decided = candidate.decided
-                let own = changes[candidate.entity]?[candidate.id]
+                let own = ownChange(candidate.entity, candidate.id)
                 switch own ?? inFlightChange(candidate.entity, candidate.id) {
                 case .delete?: continue
                 case .upsert(let bytes, _)?:

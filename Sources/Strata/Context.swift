@@ -76,6 +76,9 @@ public final class Context {
     /// Incremented whenever `changes` changes (a change set or forgotten, changes saved,
     /// flushed, rolled back or taken back).
     @exclusivity(unchecked) private(set) var changeStamp = 0
+    /// No unsaved change of this context has a larger record id (0: none has): a read of a
+    /// record after it needs no lookup in `changes` (an enumeration's visits, in id order).
+    @exclusivity(unchecked) private(set) var largestChangedID: UInt64 = 0
     /// The record `enumerate` is visiting: its id, concrete entity, the change generation it
     /// was read in, and — when the context held no unsaved change of it then — the change
     /// stamp of that moment (nil otherwise). Until the generation changes, it exists as the
@@ -269,6 +272,7 @@ public final class Context {
         unsavedBytes = 0
         changeGeneration += 1
         changeStamp &+= 1
+        largestChangedID = 0
     }
 
     /// Puts changes back under the unsaved ones (those made since win): a flush that failed.
@@ -276,6 +280,7 @@ public final class Context {
         for (entityID, entityChanges) in taken {
             for (id, change) in entityChanges where changes[entityID]?[id] == nil {
                 changes[entityID, default: [:]][id] = change
+                largestChangedID = max(largestChangedID, id)
                 unsavedChangeCount += 1
                 unsavedBytes += Self.cost(of: change)
             }
@@ -287,7 +292,12 @@ public final class Context {
     /// The unsaved change of record `id` of (concrete) entity `entityID` as reads see it: this
     /// context's, else that of the flush being written.
     func change(_ entityID: UInt32, _ id: UInt64) -> Change? {
-        changes[entityID]?[id] ?? inFlightChange(entityID, id)
+        ownChange(entityID, id) ?? inFlightChange(entityID, id)
+    }
+
+    /// This context's unsaved change of record `id` of entity `entityID`, if any.
+    func ownChange(_ entityID: UInt32, _ id: UInt64) -> Change? {
+        id <= largestChangedID ? changes[entityID]?[id] : nil
     }
 
     /// The change of record `id` of entity `entityID` in the flush being written, if any.
@@ -530,6 +540,7 @@ public final class Context {
         // One lookup: the change set and the one it replaces.
         let previous = change.map { changes[entityID, default: [:]].updateValue($0, forKey: id) } ?? changes[entityID]?.removeValue(forKey: id)
         changeStamp &+= 1
+        largestChangedID = max(largestChangedID, id)
         if previous != nil { unsavedChangeCount -= 1; unsavedBytes -= Self.cost(of: previous) }
         if change != nil { unsavedChangeCount += 1; unsavedBytes += Self.cost(of: change) }
         // A migration closure's context past its flush bounds (other contexts have none).
