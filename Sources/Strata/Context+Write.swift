@@ -185,15 +185,13 @@ extension Context {
             return
         }
         let flush = Flushing(changes: changes)
-        let store = store, author = author, retired = retiredFlush
-        retiredFlush = nil
+        let store = store, author = author
         state.inBackground = true
         let background = state
         DispatchQueue.global(qos: .userInitiated).async {
             let outcome = Result { try Self.write(flush.changes, to: store, author: author, stage: .flush(background)) }
             flush.outcome.withLock { $0 = outcome }
             flush.finished.signal()
-            withExtendedLifetime(retired) {}  // the previous flush's changes are freed here
         }
         flushing = flush
         stageFlush.flushes += 1
@@ -207,9 +205,6 @@ extension Context {
         guard let flush = flushing else { return }
         flush.finished.wait()
         flushing = nil
-        // Its changes (a dictionary of encoded records) are freed by the next flush's thread,
-        // not the closure's.
-        retiredFlush = flush
         switch flush.outcome.withLock({ $0 }) {
         case .success(let counts)?:
             stageFlush?.counts = counts

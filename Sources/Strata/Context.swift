@@ -50,8 +50,6 @@ public final class Context {
     /// unique attributes: see `flushIfNeeded`); reads see its changes under the context's own
     /// until the next flush or the closure's last commit waits for it.
     @exclusivity(unchecked) var flushing: Flushing?
-    /// The flush written last, kept so that the next flush's thread frees its changes.
-    var retiredFlush: Flushing?
 
     /// How many times this migration closure's context flushed its changes (tests).
     package var stageFlushCount: Int { stageFlush?.flushes ?? 0 }
