@@ -1,6 +1,7 @@
 import Dispatch
 import FoundationEssentials
 import Synchronization
+import StrataIO
 import StrataPageLog
 import StrataRecords
 
@@ -71,7 +72,7 @@ extension Context {
                               stage: StageWrite? = nil) throws -> Counts {
         try store.checkWritable()
         var carried: Counts = [:]
-        var durability = store.configuration.durability.pageLogDurability
+        var durability = store.configuration.durability
         var syncs = true
         if case .flush(let state)? = stage {
             // Before the closure's last commit a flush need not be durable: after a crash the

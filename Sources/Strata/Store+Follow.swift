@@ -1,4 +1,5 @@
 import Synchronization
+import StrataIO
 import StrataPageLog
 import StrataRecords
 import StrataSchema

@@ -1,6 +1,7 @@
 import Dispatch
 import FoundationEssentials
 import Synchronization
+import StrataIO
 import StrataRecords
 
 /// Runs a pure transform's work — decode the old record, transform, encode the new one — for

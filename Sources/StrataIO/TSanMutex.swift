@@ -6,10 +6,11 @@ import Glibc
 /// latter takes a contended lock with a PI futex in uninstrumented code
 /// (libswiftSynchronization's `_lockSlow` / `_unlockSlow`), so ThreadSanitizer misses that
 /// happens-before edge and reports every access to state a contended `Mutex` protects as a race
-/// (Docs/Testing.md, "Sanitizers in CI"). The one implementation: it lives here because
-/// StrataIO is the layer that makes system calls and every module that locks depends on it.
-/// Each of those modules (and test targets) has a `TSanMutex.swift` whose alias makes its
-/// `Mutex` this type, shadowing `Synchronization.Mutex`; regular builds never compile any of it.
+/// (Docs/Testing.md, "Sanitizers in CI"). It lives here because StrataIO is the lowest layer
+/// and every module that locks depends on it. The `Mutex` alias below shadows
+/// `Synchronization.Mutex` in every file that imports both StrataIO and Synchronization (a
+/// module's declaration shadows those of the modules it imports), so a file that locks imports
+/// StrataIO (`Scripts/check-platform.sh` checks it); regular builds never compile any of it.
 /// Same interface as the uses need: `init(_:)` and `withLock(_:)`.
 package final class TSanMutex<Value>: @unchecked Sendable {
     /// Outside the object, so the accesses ThreadSanitizer checks are the value's own (a
@@ -38,6 +39,6 @@ package final class TSanMutex<Value>: @unchecked Sendable {
     }
 }
 
-/// This module's `Mutex` (see above).
-typealias Mutex<Value> = TSanMutex<Value>
+/// `Mutex` in ThreadSanitizer builds, in this module and in every file that imports it (see above).
+package typealias Mutex<Value> = TSanMutex<Value>
 #endif

@@ -1,6 +1,7 @@
 import Dispatch
 import Synchronization
 import StrataFormat
+import StrataIO
 
 /// One page write handed to the frame pipeline: the page's bytes (owned: a copy, or an array
 /// the caller gave away) and the header fields; whoever builds it fills in `frame`.

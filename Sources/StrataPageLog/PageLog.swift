@@ -222,7 +222,7 @@ package final class PageLog: Sendable {
     /// One transaction runs at a time; others wait. Do not call `write`, `checkpoint` or
     /// `compact` from inside `body` (it would wait for itself). Pages written are spilled to the
     /// log as the write buffer fills, so a transaction may be larger than memory.
-    package func write<T>(durability: Durability = .durable, _ body: (WriteTransaction) throws -> T) throws -> T {
+    package func write<T>(durability: Durability = .durable, _ body: (PageLogTransaction) throws -> T) throws -> T {
         let (result, commitEnd) = try commit(body)
         if let commitEnd {
             if durability == .durable || unsyncedBytes(before: commitEnd) >= UInt64(options.relaxedSyncBytes) {
@@ -238,17 +238,17 @@ package final class PageLog: Sendable {
     /// `sync(upTo:exactly: true)` — on another thread while the caller goes on with the next
     /// transaction (a migration's batches; group commit lets it append meanwhile). The caller
     /// must not treat the commit as durable before that sync returned.
-    package func writeDeferringSync<T>(_ body: (WriteTransaction) throws -> T) throws -> (result: T, commitEnd: LogPosition?) {
+    package func writeDeferringSync<T>(_ body: (PageLogTransaction) throws -> T) throws -> (result: T, commitEnd: LogPosition?) {
         let (result, commitEnd) = try commit(body)
         if commitEnd != nil { scheduleCompactionIfNeeded() }
         return (result, commitEnd)
     }
 
     /// `write`'s transaction and commit, under the writer lock.
-    private func commit<T>(_ body: (WriteTransaction) throws -> T) throws -> (T, LogPosition?) {
+    private func commit<T>(_ body: (PageLogTransaction) throws -> T) throws -> (T, LogPosition?) {
         try writerLock.withLock { _ in
             try checkWritable()
-            let transaction = WriteTransaction(log: self, writer: writer, lsn: writer.nextLSN)
+            let transaction = PageLogTransaction(log: self, writer: writer, lsn: writer.nextLSN)
             writer.nextLSN += 1
             let result: T
             do {

@@ -40,15 +40,19 @@ package struct PageLogOptions: Sendable {
     package init() {}
 }
 
-/// When a commit is durable.
-package enum Durability: Sendable {
-    /// The commit is on stable storage when `write` returns (fdatasync, shared by concurrent
-    /// committers: group commit).
+/// When a commit (a `Context.save()`, a page log transaction) is durable.
+///
+/// The one public declaration of the page log: the store API offers it as `Strata.Durability`
+/// (a type alias), so the setting an app chooses is the one the log acts on.
+public enum Durability: Sendable {
+    /// On stable storage when the call returns: the log is synced, one sync shared by
+    /// concurrent committers (group commit).
     case durable
-    /// The commit is crash-consistent but not synced: a crash may lose it and the commits after
-    /// it, never leave a partial commit, and never lose a commit before the last sync (like
-    /// SQLite's `synchronous=NORMAL` in WAL mode). The log is synced whenever
-    /// `relaxedSyncBytes` of it are unsynced, which bounds what a crash can take.
+    /// Crash-consistent but not yet synced: a power loss may lose this commit and the ones
+    /// after it, never leave part of one, and never lose a commit before the last sync (like
+    /// SQLite's `synchronous=NORMAL` in WAL mode). Synced by the next durable commit,
+    /// checkpoint or close, and whenever `relaxedSyncBytes` (16 MiB) of log are unsynced,
+    /// which bounds what a crash can take.
     case relaxed
 }
 

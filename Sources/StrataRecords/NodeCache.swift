@@ -1,5 +1,6 @@
 import Synchronization
 import StrataFormat
+import StrataIO
 import StrataPageLog
 
 /// A page image the cache keeps: verified and decoded once, then shared by every reader.

@@ -71,7 +71,7 @@ package final class RecordStore: Sendable {
     }
 
     /// `body` on a record transaction over `transaction`, whose root it writes when done.
-    func run<T>(_ body: (RecordTransaction) throws -> T, in transaction: WriteTransaction) throws -> T {
+    func run<T>(_ body: (RecordTransaction) throws -> T, in transaction: PageLogTransaction) throws -> T {
         let root = try Self.root(transaction.read(StoreRoot.pageID, mapped: false), pageID: StoreRoot.pageID)
         let records = RecordTransaction(transaction: transaction, root: root, options: treeOptions)
         do {
@@ -151,10 +151,10 @@ package struct RecordSnapshot: Sendable {
 
 /// One write transaction of a `RecordStore`. Not thread-safe; use inside the body only.
 package final class RecordTransaction {
-    let transaction: WriteTransaction
+    let transaction: PageLogTransaction
 
     /// Every page this transaction writes goes through the page log's frame pipeline
-    /// (`WriteTransaction.pipelinesEveryPage`): for one that will write many (a migration's
+    /// (`PageLogTransaction.pipelinesEveryPage`): for one that will write many (a migration's
     /// batch). Call before anything is written.
     package func pipelinesEveryPage() { transaction.pipelinesEveryPage() }
 
@@ -181,7 +181,7 @@ package final class RecordTransaction {
     /// How much history may be kept (applied when this transaction journals).
     package var historyLimits = HistoryLimits()
 
-    init(transaction: WriteTransaction, root: StoreRoot, options: RecordTreeOptions) {
+    init(transaction: PageLogTransaction, root: StoreRoot, options: RecordTreeOptions) {
         self.transaction = transaction
         self.root = root
         self.options = options

@@ -1,6 +1,7 @@
 import FoundationEssentials
 import Synchronization
 import StrataFormat
+import StrataIO
 import StrataPageLog
 import StrataSchema
 

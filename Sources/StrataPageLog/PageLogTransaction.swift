@@ -5,7 +5,7 @@ import StrataIO
 /// to readers, all together, when the body returns; never before.
 ///
 /// Not thread-safe: use it only inside the body, on the thread running it.
-package final class WriteTransaction {
+package final class PageLogTransaction {
     unowned let log: PageLog
     let writer: LogWriter
     /// This transaction's LSN: every frame it writes carries it.
