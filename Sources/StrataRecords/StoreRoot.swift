@@ -5,11 +5,11 @@ import StrataFormat
 /// version 2, where each index tree is.
 ///
 /// ```
-/// store-root := "SROT" version:u16 reserved:u16 catalogPage:u64 entityCount:u32 indexCount:u32
+/// store-root := "SROT" version:u16 flags:u16 catalogPage:u64 entityCount:u32 indexCount:u32   ; flags 0 before version 4
 ///               entity{entityCount}               ; ascending entity id
-///               index{indexCount}                 ; ascending (entity id, attribute id); version 2 only
-///               history?                          ; version 4, or versions 5 and 6 with flag 2
-///               migration?                        ; version 3, or versions 4 to 6 with flag 1
+///               index{indexCount}                 ; ascending (entity id, attribute id); none in version 1
+///               [history]                         ; version 4, or versions 5 and 6 with flag bit 1 (2)
+///               [migration]                       ; version 3, or versions 4 to 6 with flag bit 0 (1)
 /// entity     := entityID:u32 flags:u32 rootPage:u64 count:u64 nextRowID:u64   ; 32 bytes; flags 0 before version 5
 /// index      := entityID:u32 attributeID:u32 rootPage:u64 count:u64 flags:u32 defaultLength:u32
 ///               defaultKey:byte{defaultLength}
