@@ -6,7 +6,7 @@
 SWIFT ?= swift
 BENCH_ARGS ?=
 
-.PHONY: test test-sanitizers bench deps bench-deps
+.PHONY: test test-sanitizers check bench deps bench-deps
 
 deps:
 	@if ! pkg-config --exists liblz4 2>/dev/null; then \
@@ -22,6 +22,12 @@ bench-deps: deps
 
 test: deps
 	$(SWIFT) test -c release
+
+# CI (.ci/run, first): platform code only in the I/O layer's shim (Sources/StrataIO/Platform.swift),
+# conditional Foundation imports, and each target importing only the targets below it.
+check:
+	Scripts/check-platform.sh
+	Scripts/check-imports.sh
 
 # CI (.ci/run, after `make test`): the suites over unsafe-pointer code under AddressSanitizer, the
 # concurrency tests under ThreadSanitizer, each a debug build in its own scratch folder so the

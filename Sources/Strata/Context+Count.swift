@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
 import FoundationEssentials
+#else
+import Foundation
+#endif
 import StrataRecords
 
 /// `Context.fetchCount`: counting what a descriptor selects without reading what it need not

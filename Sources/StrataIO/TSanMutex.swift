@@ -1,5 +1,4 @@
 #if STRATA_TSAN
-import Glibc
 
 /// Only in ThreadSanitizer builds (`-D STRATA_TSAN`, `make test-sanitizers`): a pthread mutex,
 /// which ThreadSanitizer intercepts, that stands in for `Synchronization.Mutex`. On Linux the
@@ -16,25 +15,21 @@ package final class TSanMutex<Value>: @unchecked Sendable {
     /// Outside the object, so the accesses ThreadSanitizer checks are the value's own (a
     /// stored `Void` property shared its address with the object's other fields).
     private let storage: UnsafeMutablePointer<Value>
-    private let lock: UnsafeMutablePointer<pthread_mutex_t>
+    private let lock = Platform.ThreadMutex()
 
     package init(_ value: Value) {
         storage = .allocate(capacity: 1)
         storage.initialize(to: value)
-        lock = .allocate(capacity: 1)
-        pthread_mutex_init(lock, nil)
     }
 
     deinit {
-        pthread_mutex_destroy(lock)
-        lock.deallocate()
         storage.deinitialize(count: 1)
         storage.deallocate()
     }
 
     package func withLock<Result>(_ body: (inout Value) throws -> Result) rethrows -> Result {
-        pthread_mutex_lock(lock)
-        defer { pthread_mutex_unlock(lock) }
+        lock.lock()
+        defer { lock.unlock() }
         return try body(&storage.pointee)
     }
 }

@@ -45,8 +45,9 @@ package struct PageLogOptions: Sendable {
 /// The one public declaration of the page log: the store API offers it as `Strata.Durability`
 /// (a type alias), so the setting an app chooses is the one the log acts on.
 public enum Durability: Sendable {
-    /// On stable storage when the call returns: the log is synced, one sync shared by
-    /// concurrent committers (group commit).
+    /// On stable storage when the call returns: the log is synced (`fdatasync` on Linux, a
+    /// full flush with `F_FULLFSYNC` on Apple platforms: Docs/Architecture.md, "Platforms"),
+    /// one sync shared by concurrent committers (group commit).
     case durable
     /// Crash-consistent but not yet synced: a power loss may lose this commit and the ones
     /// after it, never leave part of one, and never lose a commit before the last sync (like
