@@ -34,7 +34,7 @@ check:
 # release build is kept. Docs/Testing.md ("Sanitizers in CI") says what is skipped and why.
 # LeakSanitizer: .ci/lsan.supp hides one leak of the toolchain's XCTest runner. ThreadSanitizer
 # stops at the first report (halt_on_error), so a race fails the run; -DSTRATA_TSAN swaps
-# Synchronization.Mutex for a pthread mutex ThreadSanitizer can see (Sources/StrataIO/TSanMutex.swift).
+# Synchronization.Mutex for a pthread mutex ThreadSanitizer can see (`Lock` in Sources/StrataIO/Lock.swift).
 ASAN_FILTER = StrataFormatTests|PendingChunkTests|StrataSchemaTests|StrataIOTests|PartialPageTests|ScratchBufferTests|TornTailTests|GoldenFixtureTests|UncachedLeafReadTests|ClockTableTests|StoreRootTests|TableChunkDecodeTests|RoundTripTests|RecordFixtureTests|VerifyTests
 ASAN_SKIP = IndexKeyTests|RecordConditionTests
 TSAN_FILTER = ConcurrentStoreTests|ParallelScanTests|ParallelFetchTests|concurrentFirstLookupsSeeEveryPage|ConcurrencyTests|ConcurrentTransformTests|ObserverTests|CrossProcessHistoryTests|FramePipelineTests|ReaderProcessTests|refreshesWhileTheWriterAppends|ScratchBufferTests|AsyncAPITests|splitStreamsEveryRecordInBatches|theBackgroundPassFinishesAlongsideTheAppsWrites|didMigrateOverMoreRecordsThanTheFlushBound|aTransformSettingOneSideOfARelationship

@@ -55,7 +55,7 @@ extension Context {
     final class Flushing: Sendable {
         let changes: [UInt32: [UInt64: Change]]
         let finished = DispatchSemaphore(value: 0)
-        let outcome = Mutex<Result<Counts, any Error>?>(nil)
+        let outcome = Lock<Result<Counts, any Error>?>(nil)
 
         init(changes: [UInt32: [UInt64: Change]]) {
             self.changes = changes

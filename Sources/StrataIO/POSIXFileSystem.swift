@@ -100,7 +100,7 @@ final class POSIXFile: StorageFile, @unchecked Sendable {
         var knownSize: UInt64 = 0
     }
 
-    private let maps = Mutex(Maps())
+    private let maps = Lock(Maps())
 
     init(fd: Int32, path: String, memoryMapping: Bool = true, readOnly: Bool = false) {
         self.fd = fd

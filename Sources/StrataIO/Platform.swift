@@ -187,7 +187,7 @@ enum Platform {
 
     // MARK: threads
 
-    /// A `pthread_mutex_t`, for `TSanMutex` (ThreadSanitizer builds): a lock ThreadSanitizer
+    /// A `pthread_mutex_t`, for `TSanMutex` (`Lock` in ThreadSanitizer builds): a lock ThreadSanitizer
     /// intercepts. `pthread_mutex_init(3)`, `_lock`, `_unlock`, `_destroy`.
     final class ThreadMutex: @unchecked Sendable {
         private let mutex: UnsafeMutablePointer<pthread_mutex_t>

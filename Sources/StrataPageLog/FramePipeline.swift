@@ -76,7 +76,7 @@ final class FramePipeline: Sendable {
         var running = false
     }
 
-    private let inbox = Mutex(Inbox())
+    private let inbox = Lock(Inbox())
     /// Signalled after every finished job and when the worker stops; waiters re-check their
     /// condition, so signals nobody waited for are harmless.
     private let progress = DispatchSemaphore(value: 0)

@@ -34,17 +34,17 @@ package final class PageLog: Sendable {
     package let recoveryReport: RecoveryReport
 
     /// Held for a whole write transaction, checkpoint or compaction step.
-    let writerLock = Mutex<Void>(())
+    let writerLock = Lock<Void>(())
     /// Touched only with `writerLock` held.
     let writer: LogWriter
     /// What readers see, and the bookkeeping they share with the writer.
-    let shared: Mutex<SharedState>
+    let shared: Lock<SharedState>
     /// The log position known to be on stable storage.
-    let durable: Mutex<LogPosition>
+    let durable: Lock<LogPosition>
     /// Held while syncing the active segment, so concurrent committers share one fdatasync.
-    let syncLock = Mutex<Void>(())
+    let syncLock = Lock<Void>(())
     /// Set by the first failed write or sync; the instance refuses writes after it.
-    let failure = Mutex<String?>(nil)
+    let failure = Lock<String?>(nil)
     /// The worker that builds the frames of large transactions' page writes (invariant 24);
     /// used only by the transaction holding `writerLock`.
     let framePipeline: FramePipeline
@@ -58,8 +58,8 @@ package final class PageLog: Sendable {
     /// rollback point (`PageLog+RollbackPoint.swift`, Architecture.md invariant 22).
     package let checkpointsHeld = Atomic<Bool>(false)
     /// The last error of a background compaction, if any.
-    package let backgroundError = Mutex<String?>(nil)
-    let lock: Mutex<(any FileLock)?>
+    package let backgroundError = Lock<String?>(nil)
+    let lock: Lock<(any FileLock)?>
     /// A follower's replay state (nil for a writer); touched only with `writerLock` held.
     let follower: LogFollower?
 
@@ -90,10 +90,10 @@ package final class PageLog: Sendable {
         self.storeID = storeID
         self.recoveryReport = recoveryReport
         self.writer = writer
-        self.shared = Mutex(SharedState(table: writer.table, lsn: writer.lastLSN, segments: segments,
+        self.shared = Lock(SharedState(table: writer.table, lsn: writer.lastLSN, segments: segments,
                                         flushedFile: writer.activeFile, flushedPosition: writer.endPosition, mappableEnd: mappableEnd))
-        self.durable = Mutex(durablePosition)
-        self.lock = Mutex(lock)
+        self.durable = Lock(durablePosition)
+        self.lock = Lock(lock)
         self.follower = follower
         formatVersion = writer.superblock.formatVersion
     }

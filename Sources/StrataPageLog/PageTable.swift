@@ -184,7 +184,7 @@ final class PendingChunk: @unchecked Sendable {
     let segments: Set<UInt64>
     private let isLoaded = Atomic<Bool>(false)
     private nonisolated(unsafe) var loaded: [PageLocation] = []
-    private let loadLock = Mutex<Void>(())
+    private let loadLock = Lock<Void>(())
 
     init(index: Int, location: PageLocation, file: any StorageFile, entriesPerChunk: Int, nextPageID: UInt64, segments: Set<UInt64>) {
         self.index = index

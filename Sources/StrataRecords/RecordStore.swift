@@ -13,14 +13,14 @@ package final class RecordStore: Sendable {
     package let treeOptions: RecordTreeOptions
     /// The last decoded store root and the LSN of the page image it came from: a snapshot
     /// whose page 0 has that LSN reuses it instead of reading and decoding page 0 again.
-    private let decodedRoot = Mutex<(lsn: UInt64, root: StoreRoot)?>(nil)
+    private let decodedRoot = Lock<(lsn: UInt64, root: StoreRoot)?>(nil)
     /// Counts this instance's commits and holds the tasks waiting for the next one.
-    private let commits = Mutex(CommitWaiters())
+    private let commits = Lock(CommitWaiters())
     /// Whether a deferred compression pass was started in the background; the lock a pass
     /// holds while it runs, around where the next one goes on from (an entity and the id its
     /// next batch starts at) (DeferredCompression.swift).
     let compressionPassRunning = Atomic<Bool>(false)
-    let compressionPass = Mutex<(entityID: UInt32, next: UInt64)?>(nil)
+    let compressionPass = Lock<(entityID: UInt32, next: UInt64)?>(nil)
 
     private struct CommitWaiters {
         var generation: UInt64 = 0

@@ -12,7 +12,7 @@ import StrataSchema
 /// Entity ids by record type, so `entityName` (by default the type's name, formatted on every
 /// call) is looked up once per type rather than once per record.
 private final class EntityIDsByType: Sendable {
-    let ids = Mutex<[ObjectIdentifier: UInt32]>([:])
+    let ids = Lock<[ObjectIdentifier: UInt32]>([:])
 }
 
 /// Errors of binding a schema to a store and of typed records.

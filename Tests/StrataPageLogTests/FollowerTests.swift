@@ -409,7 +409,7 @@ import StrataTestSupport
         try writer.write { txn in for id in pages { try txn.write(id, bytes: [0]) } }
         let follower = try Self.follow(POSIXFileSystem(), directory, options: options)
         let done = Atomic<Bool>(false)
-        let problems = Mutex<[String]>([])
+        let problems = Lock<[String]>([])
         let generations = 400
         DispatchQueue.concurrentPerform(iterations: 2) { worker in
             if worker == 0 {

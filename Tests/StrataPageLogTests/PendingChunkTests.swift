@@ -149,7 +149,7 @@ import StrataTestSupport
         let log = try Self.open(fs)
         defer { try? log.close() }
         let snapshot = try log.snapshot()
-        let wrong = Mutex(0)
+        let wrong = Lock(0)
         DispatchQueue.concurrentPerform(iterations: 4) { thread in
             var mismatches = 0
             // Each thread walks the ids in its own order, so first lookups of a chunk collide.

@@ -36,7 +36,7 @@ enum ReaderSplitPlan: SchemaMigrationPlan {
 
 /// A child test run (`runChildTest`) on a thread of its own, so the parent can act meanwhile.
 final class ChildRun: Sendable {
-    private let status = Mutex<Int32>(-1)
+    private let status = Lock<Int32>(-1)
     private let finished = DispatchSemaphore(value: 0)
 
     init(_ filter: String, environment: [String: String]) {
@@ -177,7 +177,7 @@ final class ChildRun: Sendable {
         let reader = try Store(at: folder, schema: PeopleV1.self, configuration: Self.readOnly())
         #expect(try Self.count(reader) == 1_000)
         struct Seen { var counts: [Int] = []; var firsts: [PeopleV1.Person?] = []; var openedMidway: String? }
-        let seen = Mutex(Seen())
+        let seen = Lock(Seen())
         var configuration = Store.Configuration()
         configuration.migrationProgress = { progress in
             guard progress.recordsDone > 0, !progress.isStageFinished else { return }

@@ -50,7 +50,7 @@ struct StreamProbe {
     var enumerateDiffers = false
 }
 
-private let streamProbes = Mutex<[UInt: StreamProbe]>([:])
+private let streamProbes = Lock<[UInt: StreamProbe]>([:])
 
 func withStreamProbe<T>(_ body: (inout StreamProbe) -> T) -> T {
     #if canImport(Glibc)
