@@ -80,7 +80,7 @@ extension Context {
         var syncs = true
         if case .flush(let state)? = stage {
             // Before the closure's last commit a flush need not be durable: after a crash the
-            // migration is undone anyway (invariant 22).
+            // migration is undone anyway (invariant 26).
             durability = .durable
             syncs = state.inBackground
         }

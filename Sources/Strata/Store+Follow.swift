@@ -36,7 +36,7 @@ extension Store {
 ///
 /// Record snapshots are built here, not by `RecordStore.snapshot()`, so a declined root never
 /// enters the record store's decoded-root cache; the node cache (keyed by page id and LSN)
-/// only ever holds pages of adopted states, which no rollback removes (invariant 22).
+/// only ever holds pages of adopted states, which no rollback removes (invariant 26).
 final class StoreFollower: Sendable {
     private struct State: Sendable {
         /// The snapshot reads get.

@@ -11,7 +11,7 @@ extension Store {
     // MARK: Journaling
 
     /// Makes `transaction` journal its record changes as `author`'s (Architecture.md,
-    /// invariant 26), when the journal is on.
+    /// invariant 31), when the journal is on.
     func beginJournal(_ transaction: RecordTransaction, author: String?) {
         Self.beginJournal(transaction, author: author, configuration: configuration, tombstoneAttributes: tombstoneAttributes,
                           visibleProperties: journalProperties)

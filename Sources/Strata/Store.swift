@@ -127,7 +127,7 @@ public final class Store: Sendable {
             throw error
         }
         // Leaves a migration stored uncompressed (now, or before a crash or close) are
-        // compressed in the background (invariant 31).
+        // compressed in the background (invariant 29).
         if !configuration.isReadOnly && configuration.storage.compressesDeferredLeavesInBackground {
             records.compressUncompressedLeavesInBackground()
         }

@@ -96,7 +96,7 @@ final class POSIXFile: StorageFile, @unchecked Sendable {
         /// refreshed by fstat when a read reaches past it — so a mapped read never touches a
         /// page past the end of the file. (A handle opened for reading while another process
         /// writes the file must only map bytes that process never truncates: the page log's
-        /// followers map only bytes before a checkpoint, Architecture.md invariant 25.)
+        /// followers map only bytes before a checkpoint, Architecture.md invariant 32.)
         var knownSize: UInt64 = 0
     }
 

@@ -53,7 +53,7 @@ final class FrameJob: @unchecked Sendable {
 }
 
 /// The background worker that compresses, frames and checksums page writes of large write
-/// transactions (Architecture.md, invariant 24), on a Dispatch serial queue, one job at a
+/// transactions (Architecture.md, invariant 17), on a Dispatch serial queue, one job at a
 /// time in submission order, with its own LZ4 state.
 ///
 /// The worker only builds frames in memory: it never touches the writer's state, the files

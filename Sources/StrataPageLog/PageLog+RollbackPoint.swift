@@ -1,6 +1,6 @@
 import StrataIO
 
-/// Rollback points (Architecture.md, invariant 22): a layer above can make a long series of
+/// Rollback points (Architecture.md, invariant 26): a layer above can make a long series of
 /// commits — each durable, so a crash keeps them — and still undo all of them, leaving every
 /// file of the store as it was, byte for byte. It takes the log's end before the first of them
 /// (`PageLogTransaction.startPosition`), keeps it durably in data of its own, and holds

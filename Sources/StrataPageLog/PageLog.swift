@@ -12,7 +12,7 @@ import StrataIO
 /// from several threads share fdatasync calls (group commit). All methods are thread-safe.
 ///
 /// Opened with `readOnly`, a page log is a *follower* of another instance or process that
-/// writes the store (invariant 25, `PageLog+Follow.swift`): it writes nothing and `refresh()`
+/// writes the store (invariant 32, `PageLog+Follow.swift`): it writes nothing and `refresh()`
 /// applies what the writer committed since.
 package final class PageLog: Sendable {
     /// Page ids below this are fixed: never allocated, always writable (layers above keep
@@ -45,7 +45,7 @@ package final class PageLog: Sendable {
     let syncLock = Lock<Void>(())
     /// Set by the first failed write or sync; the instance refuses writes after it.
     let failure = Lock<String?>(nil)
-    /// The worker that builds the frames of large transactions' page writes (invariant 24);
+    /// The worker that builds the frames of large transactions' page writes (invariant 17);
     /// used only by the transaction holding `writerLock`.
     let framePipeline: FramePipeline
     /// The buffer point lookups decompress part of a page into (`Snapshot.withPartialPage`).
@@ -55,7 +55,7 @@ package final class PageLog: Sendable {
     let segmentSyncs = Atomic<Int>(0)
     package let backgroundCompactionScheduled = Atomic<Bool>(false)
     /// While set, nothing checkpoints or compacts: the files only grow by appends after a
-    /// rollback point (`PageLog+RollbackPoint.swift`, Architecture.md invariant 22).
+    /// rollback point (`PageLog+RollbackPoint.swift`, Architecture.md invariant 26).
     package let checkpointsHeld = Atomic<Bool>(false)
     /// The last error of a background compaction, if any.
     package let backgroundError = Lock<String?>(nil)
@@ -74,7 +74,7 @@ package final class PageLog: Sendable {
         var nextSnapshotToken: UInt64 = 1
         var closed = false
         /// A follower's snapshots read frames ending at or before this through memory maps, later
-        /// ones with `pread` (invariant 25); nil: every frame may be mapped.
+        /// ones with `pread` (invariant 32); nil: every frame may be mapped.
         var mappableEnd: LogPosition?
         /// Counts the tables a follower published (`Snapshot.publication`).
         var publication: UInt64 = 0

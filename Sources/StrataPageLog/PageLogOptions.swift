@@ -20,7 +20,7 @@ package struct PageLogOptions: Sendable {
     /// The largest page accepted.
     package var maximumPageSize = 16 << 20
     /// Build the frames of a large transaction's page writes (LZ4, header, CRC32C) on a
-    /// background worker while the caller goes on (Architecture.md, invariant 24). The bytes
+    /// background worker while the caller goes on (Architecture.md, invariant 17). The bytes
     /// written are the same either way; off, every frame is built on the calling thread.
     package var framePipeline = true
     /// Page writes a transaction makes on the calling thread before the frame pipeline takes

@@ -3,7 +3,7 @@ import Dispatch
 import StrataFormat
 import StrataPageLog
 
-// Deferred compression (Docs/Architecture.md, invariant 31). A migration's shadow trees store
+// Deferred compression (Docs/Architecture.md, invariant 29). A migration's shadow trees store
 // their leaves uncompressed (`RecordTreeOptions.defersShadowCompression`): LZ4 is about a
 // quarter of a custom stage's CPU, and the stage runs while the app launches. The switch flags
 // each new tree (`StoreRoot.EntityTree.hasUncompressedLeaves`, store root version 5); once the

@@ -30,7 +30,7 @@ package final class RecordStore: Sendable {
 
     /// A record store on `log`. When its root holds a migration marker (a migration was
     /// interrupted), checkpoints are held at once, so nothing — not even closing — writes
-    /// before the rollback point is used (invariant 22).
+    /// before the rollback point is used (invariant 26).
     package init(log: PageLog, cache: NodeCache = NodeCache(), treeOptions: RecordTreeOptions = RecordTreeOptions()) {
         self.log = log
         self.cache = cache
@@ -167,7 +167,7 @@ package final class RecordTransaction {
     package var mappedReads = true
     /// Whether the record trees this transaction opens store the leaves they write
     /// uncompressed, their entities flagged for the background pass that compresses them
-    /// (invariant 31) — as a migration's shadow trees do, when the store defers a migration's
+    /// (invariant 29) — as a migration's shadow trees do, when the store defers a migration's
     /// compression: set for a migration closure's commits.
     package var defersLeafCompression = false
     /// Shadow trees of the running migration stage, by entity id.
@@ -193,7 +193,7 @@ package final class RecordTransaction {
         if let tree = trees[entityID] { return tree }
         var treeOptions = options
         if defersLeafCompression && defersShadowCompression, let entity = root.entities[entityID] {
-            // Stored uncompressed, the entity flagged for the background pass (invariant 31).
+            // Stored uncompressed, the entity flagged for the background pass (invariant 29).
             treeOptions.compressLeaves = false
             if !entity.hasUncompressedLeaves {
                 root.entities[entityID]?.hasUncompressedLeaves = true
@@ -306,7 +306,7 @@ package final class RecordTransaction {
                 rootChanged = true
             }
         }
-        // Invariant 19, checked before anything commits: one entry per record.
+        // Invariant 22, checked before anything commits: one entry per record.
         for (id, index) in root.indexes {
             let records = root.entities[id.entityID]?.tree.count ?? 0
             guard index.tree.count == records else {
@@ -315,7 +315,7 @@ package final class RecordTransaction {
             }
         }
         if rootChanged { try transaction.write(StoreRoot.pageID, bytes: root.encoded()) }
-        // A migration marker holds checkpoints from the commit that writes it (invariant 22).
+        // A migration marker holds checkpoints from the commit that writes it (invariant 26).
         transaction.holdCheckpoints(root.migration != nil)
     }
 
@@ -324,7 +324,7 @@ package final class RecordTransaction {
 
     /// Starts a migration: writes its marker, whose rollback point is where the log ended
     /// before this transaction. From this commit on, checkpoints are held until a commit
-    /// clears the marker (Architecture.md, invariant 22).
+    /// clears the marker (Architecture.md, invariant 26).
     @discardableResult
     package func beginMigration(fromCatalogVersion: UInt32, stage: UInt32, targetChecksum: [UInt8]) -> MigrationMarker {
         let start = transaction.startPosition
@@ -373,7 +373,7 @@ package final class RecordTransaction {
     }
 
     /// Whether shadow trees store their leaves uncompressed for the background pass to
-    /// compress (invariant 31): when the option asks for it and the store compresses at all.
+    /// compress (invariant 29): when the option asks for it and the store compresses at all.
     private var defersShadowCompression: Bool {
         options.defersShadowCompression && options.compressLeaves && transaction.compressesPages
     }

@@ -53,7 +53,7 @@ package enum SchemaBindingError: Error, Equatable, Sendable, CustomStringConvert
 /// Lightweight schema changes cost nothing here: a record is stored as (attribute id → value),
 /// so a record written under an older version is read through the current version's ids —
 /// a renamed attribute keeps its id, a dropped one is ignored, an added one takes its default.
-/// No page is rewritten when the schema changes (Architecture.md, invariant 18).
+/// No page is rewritten when the schema changes (Architecture.md, invariant 21).
 ///
 /// A class (immutable, shared): callers reach it through a store on every record coded, and
 /// a struct of this many references was copied — retained field by field — on each access.

@@ -24,7 +24,7 @@ import StrataFormat
 /// `flags`: 1 = a migration marker follows the history root); readers that predate the
 /// journal refuse it instead of committing changes it would not record.
 /// Version 5 is written only while an entity's tree may hold leaves stored uncompressed
-/// (written by a migration, compressed later in the background: invariant 31): the entity's
+/// (written by a migration, compressed later in the background: invariant 29): the entity's
 /// `reserved` field is then `flags` (1 = leaves stored uncompressed), and the root's flags
 /// say which sections follow (1 = a migration marker, 2 = a history root).
 /// Version 6 is version 5's layout, written only while the migration marker's flag says a
@@ -46,7 +46,7 @@ package struct StoreRoot: Equatable, Sendable {
         package var nextRowID: UInt64
         /// Whether the tree may hold leaves stored uncompressed: a migration wrote them so
         /// (`RecordTreeOptions.defersShadowCompression`) and the background pass that
-        /// compresses them has not finished (invariant 31).
+        /// compresses them has not finished (invariant 29).
         package var hasUncompressedLeaves = false
 
         package init(tree: RecordTreeRoot = .empty, nextRowID: UInt64 = 1, hasUncompressedLeaves: Bool = false) {
@@ -70,7 +70,7 @@ package struct StoreRoot: Equatable, Sendable {
     }
 
     /// One index: what it was built for and its tree, holding exactly one entry per record of
-    /// its entity (Architecture.md, invariant 19).
+    /// its entity (Architecture.md, invariant 22).
     package struct Index: Equatable, Sendable {
         /// Whether the attribute is unique (no two records hold one non-null value).
         package var isUnique: Bool
@@ -217,7 +217,7 @@ package struct StoreRoot: Equatable, Sendable {
                     throw FormatError("default key of \(defaultLength) bytes, \(reader.remaining) left", at: at + 28)
                 }
                 let defaultKey = try reader.readBytes(defaultLength, "default key")
-                // Invariant 19: one entry per record.
+                // Invariant 22: one entry per record.
                 let records = root.entities[id.entityID]?.tree.count ?? 0
                 guard (tree.rootPageID == 0) == (tree.count == 0), tree.count == records else {
                     throw FormatError("index (\(id.entityID), \(id.attributeID)) has \(tree.count) entries at root \(tree.rootPageID) for \(records) records", at: at)

@@ -6,7 +6,7 @@ import StrataIO
 import StrataPageLog
 import StrataTestSupport
 
-/// Followers (Architecture.md invariant 25, "Reader processes"): a page log opened read-only
+/// Followers (Architecture.md invariant 32, "Reader processes"): a page log opened read-only
 /// next to the instance writing the same folder — in one process here; the store-level tests
 /// use a second process — sees exactly the committed state as of its last refresh.
 @Suite struct FollowerTests {

@@ -54,7 +54,7 @@ final class ChildRun: Sendable {
     }
 }
 
-/// Reader processes (Architecture.md, "Reader processes", invariant 25): a read-only store
+/// Reader processes (Architecture.md, "Reader processes", invariant 32): a read-only store
 /// opens while another instance or process writes the store, reads consistent snapshots, and
 /// sees the writer's commits — refreshed at the start of each read.
 @Suite(.serialized) struct ReaderProcessTests {
