@@ -6,7 +6,7 @@
 SWIFT ?= swift
 BENCH_ARGS ?=
 
-.PHONY: test test-sanitizers bench deps bench-deps
+.PHONY: test test-sanitizers check bench deps bench-deps
 
 deps:
 	@if ! pkg-config --exists liblz4 2>/dev/null; then \
@@ -23,12 +23,18 @@ bench-deps: deps
 test: deps
 	$(SWIFT) test -c release
 
+# CI (.ci/run, first): platform code only in the I/O layer's shim (Sources/StrataIO/Platform.swift),
+# conditional Foundation imports, and each target importing only the targets below it.
+check:
+	Scripts/check-platform.sh
+	Scripts/check-imports.sh
+
 # CI (.ci/run, after `make test`): the suites over unsafe-pointer code under AddressSanitizer, the
 # concurrency tests under ThreadSanitizer, each a debug build in its own scratch folder so the
 # release build is kept. Docs/Testing.md ("Sanitizers in CI") says what is skipped and why.
 # LeakSanitizer: .ci/lsan.supp hides one leak of the toolchain's XCTest runner. ThreadSanitizer
 # stops at the first report (halt_on_error), so a race fails the run; -DSTRATA_TSAN swaps
-# Synchronization.Mutex for a pthread mutex ThreadSanitizer can see (Sources/StrataIO/TSanMutex.swift).
+# Synchronization.Mutex for a pthread mutex ThreadSanitizer can see (`Lock` in Sources/StrataIO/Lock.swift).
 ASAN_FILTER = StrataFormatTests|PendingChunkTests|StrataSchemaTests|StrataIOTests|PartialPageTests|ScratchBufferTests|TornTailTests|GoldenFixtureTests|UncachedLeafReadTests|ClockTableTests|StoreRootTests|TableChunkDecodeTests|RoundTripTests|RecordFixtureTests|VerifyTests
 ASAN_SKIP = IndexKeyTests|RecordConditionTests
 TSAN_FILTER = ConcurrentStoreTests|ParallelScanTests|ParallelFetchTests|concurrentFirstLookupsSeeEveryPage|ConcurrencyTests|ConcurrentTransformTests|ObserverTests|CrossProcessHistoryTests|FramePipelineTests|ReaderProcessTests|refreshesWhileTheWriterAppends|ScratchBufferTests|AsyncAPITests|splitStreamsEveryRecordInBatches|theBackgroundPassFinishesAlongsideTheAppsWrites|didMigrateOverMoreRecordsThanTheFlushBound|aTransformSettingOneSideOfARelationship

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
 import FoundationEssentials
+#else
+import Foundation
+#endif
 import StrataRecords
 
 /// `Context.fetchCount`: counting what a descriptor selects without reading what it need not
@@ -169,7 +173,7 @@ extension Context {
     /// decode without it is keyed null, outside the range, and not counted (a fetch would
     /// throw on it). Entries whose keys were stored cut are still re-checked
     /// (`scanIndexExactly`). Strings and data compare as index keys order them: by canonical
-    /// equivalence and NFC bytes (invariant 19, `IndexKey`), as Swift compares them.
+    /// equivalence and NFC bytes (invariant 22, `IndexKey`), as Swift compares them.
     static func indexIsExact(for condition: RecordCondition, attributeID: UInt32, range: IndexRange, defaultKey: [UInt8]) -> Bool {
         var constants: [Value] = []
         var equalitiesOnly = true

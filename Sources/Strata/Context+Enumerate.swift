@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
 import FoundationEssentials
+#else
+import Foundation
+#endif
 import StrataRecords
 
 /// `Context.enumerate`: reading a descriptor's records batch by batch, in memory bounded by a

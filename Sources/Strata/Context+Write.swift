@@ -1,6 +1,11 @@
 import Dispatch
+#if canImport(FoundationEssentials)
 import FoundationEssentials
+#else
+import Foundation
+#endif
 import Synchronization
+import StrataIO
 import StrataPageLog
 import StrataRecords
 
@@ -50,7 +55,7 @@ extension Context {
         /// The largest record id among `changes` (a lookup of a larger one need not hash it).
         let largestID: UInt64
         let finished = DispatchSemaphore(value: 0)
-        let outcome = Mutex<Result<Counts, any Error>?>(nil)
+        let outcome = Lock<Result<Counts, any Error>?>(nil)
 
         init(changes: [UInt32: [UInt64: Change]]) {
             self.changes = changes
@@ -72,11 +77,11 @@ extension Context {
                               stage: StageWrite? = nil) throws -> Counts {
         try store.checkWritable()
         var carried: Counts = [:]
-        var durability = store.configuration.durability.pageLogDurability
+        var durability = store.configuration.durability
         var syncs = true
         if case .flush(let state)? = stage {
             // Before the closure's last commit a flush need not be durable: after a crash the
-            // migration is undone anyway (invariant 22).
+            // migration is undone anyway (invariant 26).
             durability = .durable
             syncs = state.inBackground
         }

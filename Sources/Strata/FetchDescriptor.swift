@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
 import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// What to fetch: which records (a `#Predicate`), in which order, and how many — the
 /// vocabulary of SwiftData's `FetchDescriptor`.

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
 import FoundationEssentials
+#else
+import Foundation
+#endif
 import StrataSchema
 
 /// A point in a store's history: the token of one committed transaction. Tokens increase

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
 import FoundationEssentials
+#else
+import Foundation
+#endif
 import StrataRecords
 
 /// The transactions committed after a token, as they are committed: an `AsyncSequence` that

@@ -1,7 +1,7 @@
 import StrataRecords
 import StrataSchema
 
-/// A custom stage keeps declared inverses as `save()` does (Architecture.md, invariant 32):
+/// A custom stage keeps declared inverses as `save()` does (Architecture.md, invariant 30):
 /// after its transforms and before its switch, every link a relationship with an inverse
 /// holds on one side is made to hold on the other side too, wherever a side's records were
 /// written by the stage (its shadow trees).

@@ -1,11 +1,15 @@
 import Dispatch
+#if canImport(FoundationEssentials)
 import FoundationEssentials
+#else
+import Foundation
+#endif
 import StrataIO
 import StrataPageLog
 import StrataRecords
 import StrataSchema
 
-/// A custom stage's streaming part (Architecture.md, invariants 23 and 27), its progress and
+/// A custom stage's streaming part (Architecture.md, invariants 27 and 28), its progress and
 /// its batches' durability.
 extension MigrationRunner {
     /// Runs the stage's transforms, batch by batch, from where the marker says each got;
@@ -183,7 +187,7 @@ extension MigrationRunner {
             reportDurable()
             if readsWhole && !sawOverflow { withoutOverflow.insert(sourceRoot) }
         }
-        // Declared inverses follow what the transforms wrote (invariant 32).
+        // Declared inverses follow what the transforms wrote (invariant 30).
         try attributing(.transform) { try maintainInverses(records: records, version: newBinding.version) }
         return (newBinding.version, withoutOverflow)
     }

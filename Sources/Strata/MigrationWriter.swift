@@ -1,4 +1,5 @@
 import Synchronization
+import StrataIO
 import StrataRecords
 import StrataSchema
 
@@ -284,7 +285,7 @@ final class DryRunInserts: Sendable {
     /// are not searched for one).
     let handedOut = Atomic<Bool>(false)
     /// The records, by identifier minus `firstID`: at most a dry run's sample's inserts.
-    private let records = Mutex<[UncheckedRecord]>([])
+    private let records = Lock<[UncheckedRecord]>([])
 
     /// A record kept across threads: app values a dry run's transform built, read once more
     /// on the migration's thread of a later run.

@@ -43,9 +43,9 @@ public final class PageStore: Sendable {
 
     /// A write transaction; valid only inside the body passed to `write`.
     public final class Transaction {
-        let base: WriteTransaction
+        let base: PageLogTransaction
 
-        init(_ base: WriteTransaction) { self.base = base }
+        init(_ base: PageLogTransaction) { self.base = base }
 
         /// A fresh page id (a freed one when available).
         public func allocatePageID() throws -> UInt64 {
@@ -84,7 +84,7 @@ public final class PageStore: Sendable {
     /// Runs `body` as one atomic transaction; if it throws, nothing it wrote is visible.
     public func write<T>(durability: Durability = .durable, _ body: (Transaction) throws -> T) throws -> T {
         try translatingErrors {
-            try log.write(durability: durability.pageLogDurability) { try body(Transaction($0)) }
+            try log.write(durability: durability) { try body(Transaction($0)) }
         }
     }
 

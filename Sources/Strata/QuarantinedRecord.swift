@@ -103,6 +103,6 @@ extension Store {
     /// - Throws: `.readOnly`, storage errors.
     public func removeQuarantinedRecords() throws {
         try checkWritable()
-        try translating { try records.write(durability: configuration.durability.pageLogDurability) { try $0.clearQuarantine() } }
+        try translating { try records.write(durability: configuration.durability) { try $0.clearQuarantine() } }
     }
 }

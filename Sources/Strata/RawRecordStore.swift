@@ -27,7 +27,7 @@ public final class RawRecordStore: Sendable {
     /// Runs `body` as one atomic transaction over any number of entities.
     public func write<T>(durability: PageStore.Durability = .durable, _ body: (Transaction) throws -> T) throws -> T {
         try translatingErrors {
-            try store.write(durability: durability.pageLogDurability) { try body(Transaction($0)) }
+            try store.write(durability: durability) { try body(Transaction($0)) }
         }
     }
 

@@ -10,7 +10,7 @@ import StrataSchema
 /// memory stays bounded whatever the store's size, every batch is committed durably with the
 /// stage's progress (a killed migration resumes after the last batch), and the old version
 /// stays untouched — the new records go to a shadow tree that replaces the entity's tree in
-/// one switch when every record is done (Architecture.md, invariant 23).
+/// one switch when every record is done (Architecture.md, invariant 27).
 ///
 /// ```swift
 /// .custom(fromVersion: SchemaV1.self, toVersion: SchemaV2.self, transforms: [

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
 import FoundationEssentials
+#else
+import Foundation
+#endif
 import StrataRecords
 
 /// Live results of a fetch: an `AsyncSequence` whose first element is the descriptor's

@@ -2,17 +2,10 @@ import StrataIO
 import StrataPageLog
 import StrataRecords
 
-/// When a commit (a `Context.save()`) is durable.
-public enum Durability: Sendable {
-    /// On stable storage when the call returns (concurrent committers share one fdatasync).
-    case durable
-    /// Crash-consistent but not yet synced: a power loss may lose this and later commits,
-    /// never part of one (like SQLite's `synchronous=NORMAL`). Synced by the next durable
-    /// commit, checkpoint or close, and whenever 16 MiB of log are unsynced.
-    case relaxed
-
-    var pageLogDurability: StrataPageLog.Durability { self == .durable ? .durable : .relaxed }
-}
+/// When a commit (a `Context.save()`) is durable: `.durable` (on stable storage when the call
+/// returns) or `.relaxed` (crash-consistent, synced later). The page log's own type, so the
+/// setting reaches the log unchanged.
+public typealias Durability = StrataPageLog.Durability
 
 /// Tuning of the storage under a store.
 public struct StorageOptions: Sendable {

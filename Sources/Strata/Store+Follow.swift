@@ -1,4 +1,5 @@
 import Synchronization
+import StrataIO
 import StrataPageLog
 import StrataRecords
 import StrataSchema
@@ -35,7 +36,7 @@ extension Store {
 ///
 /// Record snapshots are built here, not by `RecordStore.snapshot()`, so a declined root never
 /// enters the record store's decoded-root cache; the node cache (keyed by page id and LSN)
-/// only ever holds pages of adopted states, which no rollback removes (invariant 22).
+/// only ever holds pages of adopted states, which no rollback removes (invariant 26).
 final class StoreFollower: Sendable {
     private struct State: Sendable {
         /// The snapshot reads get.
@@ -53,13 +54,13 @@ final class StoreFollower: Sendable {
         var reported: UInt64 = 0
     }
 
-    private let state: Mutex<State>
+    private let state: Lock<State>
 
     /// Follows from the page log's current table, the one the store just bound its schema on.
     init(records: RecordStore) throws {
         let current = try translatingErrors { try records.snapshot(on: try records.log.snapshot()) }
         let catalogPageID = current.root.catalogPageID
-        state = Mutex(State(current: current, publication: current.snapshot.publication, catalogPageID: catalogPageID,
+        state = Lock(State(current: current, publication: current.snapshot.publication, catalogPageID: catalogPageID,
                             catalogLSN: catalogPageID == 0 ? 0 : try translatingErrors { try current.snapshot.location(of: catalogPageID).lsn },
                             catalogBytes: try translatingErrors { try current.catalogBytes() }))
     }

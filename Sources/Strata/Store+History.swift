@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
 import FoundationEssentials
+#else
+import Foundation
+#endif
 import StrataFormat
 import StrataRecords
 import StrataSchema
@@ -7,7 +11,7 @@ extension Store {
     // MARK: Journaling
 
     /// Makes `transaction` journal its record changes as `author`'s (Architecture.md,
-    /// invariant 26), when the journal is on.
+    /// invariant 31), when the journal is on.
     func beginJournal(_ transaction: RecordTransaction, author: String?) {
         Self.beginJournal(transaction, author: author, configuration: configuration, tombstoneAttributes: tombstoneAttributes,
                           visibleProperties: journalProperties)
@@ -144,7 +148,7 @@ extension Store {
     public func deleteHistory(before token: HistoryToken) throws {
         try checkWritable()
         try translating {
-            try records.write(durability: configuration.durability.pageLogDurability) { $0.deleteHistory(before: token.rawValue) }
+            try records.write(durability: configuration.durability) { $0.deleteHistory(before: token.rawValue) }
             try pruneHistory()
         }
     }
@@ -160,7 +164,7 @@ extension Store {
     public func setHistoryCursor(_ token: HistoryToken, for name: String) throws {
         try checkWritable()
         try translating {
-            try records.write(durability: configuration.durability.pageLogDurability) { transaction in
+            try records.write(durability: configuration.durability) { transaction in
                 do { try transaction.setHistoryConsumer(name, token: token.rawValue) } catch HistoryError.invalidConsumer(let name, let reason) {
                     throw StrataError.invalidHistoryConsumer(name: name, reason: reason)
                 }
@@ -184,7 +188,7 @@ extension Store {
     public func removeHistoryConsumer(_ name: String) throws {
         try checkWritable()
         try translating {
-            try records.write(durability: configuration.durability.pageLogDurability) { transaction in
+            try records.write(durability: configuration.durability) { transaction in
                 guard transaction.historyRoot?.consumers[name] != nil else { return }
                 try transaction.setHistoryConsumer(name, token: nil)
             }
@@ -195,7 +199,7 @@ extension Store {
     func pruneHistory() throws {
         var done = false
         while !done {
-            done = try records.write(durability: configuration.durability.pageLogDurability) { transaction in
+            done = try records.write(durability: configuration.durability) { transaction in
                 transaction.historyLimits = HistoryLimits(
                     maximumAge: configuration.history.maximumAge.map { Self.microseconds($0) },
                     maximumBytes: configuration.history.maximumBytes.map { UInt64(max(0, $0)) }, now: Self.microseconds(Date()))

@@ -5,7 +5,7 @@ extension Store {
     /// Writes a checkpoint now (the changed page table chunks, a checkpoint root, the other
     /// superblock slot), as commits do every ``StorageOptions/checkpointInterval`` bytes of log
     /// and `close()` does, so the next open replays less. Does nothing while a migration holds
-    /// checkpoints (Architecture.md, invariant 22).
+    /// checkpoints (Architecture.md, invariant 26).
     /// - Throws: ``StrataError/readOnly``, `.poisoned`, `.closed`, `.io`.
     public func checkpoint() throws {
         try checkWritable()

@@ -1,5 +1,9 @@
 import Dispatch
+#if canImport(FoundationEssentials)
 import FoundationEssentials
+#else
+import Foundation
+#endif
 import StrataIO
 import StrataPageLog
 import StrataRecords
@@ -62,7 +66,7 @@ extension Store {
     }
 
     /// Opens the page log and record store at `path`: an interrupted migration found there is
-    /// undone first (its rollback point, invariant 22), then `plan`'s steps from the stored
+    /// undone first (its rollback point, invariant 26), then `plan`'s steps from the stored
     /// version to the last run (`MigrationRunner`). Returns the record store to bind.
     static func openRecords(at path: String, schema: Schema, plan: MigrationPlanCheck?, configuration: Configuration,
                             fileSystem: any FileSystem) throws -> RecordStore {
@@ -156,7 +160,7 @@ struct MigrationRunner {
                 return
             }
             stored = latest
-            // One rollback point for the whole migration: its marker commits first (invariant 22).
+            // One rollback point for the whole migration: its marker commits first (invariant 26).
             marker = try translatingErrors {
                 try records.write { $0.beginMigration(fromCatalogVersion: latest.id, stage: UInt32(start), targetChecksum: current.checksum.bytes) }
             }

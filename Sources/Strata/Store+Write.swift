@@ -21,7 +21,7 @@ extension Store {
     public func write<T>(author: String? = nil, _ body: (WriteTransaction) throws -> T) throws -> T {
         try checkWritable()
         return try translating {
-            try records.write(durability: configuration.durability.pageLogDurability) { transaction in
+            try records.write(durability: configuration.durability) { transaction in
                 beginJournal(transaction, author: author)
                 let writeTransaction = WriteTransaction(store: self, transaction: transaction)
                 defer { writeTransaction.releaseUnusedIDs() }

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
 import FoundationEssentials
+#else
+import Foundation
+#endif
 import Synchronization
 import StrataFormat
 import StrataIO
@@ -96,7 +100,7 @@ public final class Store: Sendable {
     let fetchPlans = FetchPlanCounts()
     /// Next identifier to hand out per root entity id (ids are reserved in memory at insert,
     /// made durable by the save that uses them; a hierarchy shares its root's counter).
-    private let nextIDs: Mutex<[UInt32: UInt64]>
+    private let nextIDs: Lock<[UInt32: UInt64]>
 
     /// Opens (creating when missing) the store in the folder at `path` for `schema`.
     /// - Throws: `StrataError.schemaMismatch` when the schema differs from the store's in a way
@@ -123,7 +127,7 @@ public final class Store: Sendable {
             throw error
         }
         // Leaves a migration stored uncompressed (now, or before a crash or close) are
-        // compressed in the background (invariant 31).
+        // compressed in the background (invariant 29).
         if !configuration.isReadOnly && configuration.storage.compressesDeferredLeavesInBackground {
             records.compressUncompressedLeavesInBackground()
         }
@@ -147,7 +151,7 @@ public final class Store: Sendable {
                 let rootID = model.rootID(of: entityID)
                 nextIDs[rootID] = max(nextIDs[rootID] ?? 1, entity.nextRowID)
             }
-            self.nextIDs = Mutex(nextIDs)
+            self.nextIDs = Lock(nextIDs)
             var uniques: [UInt32: [(attributeID: UInt32, defaultKey: [UInt8])]] = [:]
             for entityID in Set(snapshot.root.indexes.keys.map(\.entityID)) {
                 let attributes = snapshot.uniqueAttributes(of: entityID)

@@ -1,6 +1,11 @@
 import Dispatch
+#if canImport(FoundationEssentials)
 import FoundationEssentials
+#else
+import Foundation
+#endif
 import Synchronization
+import StrataIO
 import StrataRecords
 
 /// Runs a pure transform's work — decode the old record, transform, encode the new one — for
@@ -19,7 +24,7 @@ import StrataRecords
 /// order, and every I/O call stays on the migration's thread. Chunks of one batch are all
 /// delivered before it commits.
 ///
-/// Thread-safety (`@unchecked Sendable`): the queue is a `Mutex`. A chunk is filled by the
+/// Thread-safety (`@unchecked Sendable`): the queue is a `Lock`. A chunk is filled by the
 /// migration's thread before it is submitted, transformed by the one thread that took it from
 /// the queue, and read back by the migration's thread after the queue marked it done (its
 /// `isDone`, read and written under the lock) — each hand-over passes through the mutex,
@@ -87,7 +92,7 @@ final class TransformPipeline: @unchecked Sendable {
     /// as the cores say). Results do not depend on it.
     static let forcedWorkerCount = Atomic<Int>(-1)
 
-    private let queue = Mutex(Queue())
+    private let queue = Lock(Queue())
     /// One signal per submitted chunk and per worker at shutdown; a worker that wakes to
     /// nothing waits again.
     private let available = DispatchSemaphore(value: 0)

@@ -79,7 +79,7 @@ package final class MemoryFileSystem: FileSystem, Sendable {
         var injector: (@Sendable (Operation) -> Fault?)?
     }
 
-    private let state = Mutex(State())
+    private let state = Lock(State())
 
     package init() {}
 

@@ -1,15 +1,8 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import Synchronization
 
-/// The real file system, through thin wrappers over POSIX calls. This file and
-/// `MemoryFileSystem.swift` are the only places in Strata that touch files; only this
-/// one makes system calls.
+/// The real file system, through the thin wrappers over POSIX calls in `Platform.swift`. This
+/// file and `MemoryFileSystem.swift` are the only places in Strata that touch files; only this
+/// one makes system calls, all through `Platform`.
 ///
 /// Files are read through read-only shared memory maps by default (`withBytes`), which spares
 /// a system call and a copy per page read; `read(into:at:)` stays `pread`. The trade-off is
@@ -22,14 +15,13 @@ package struct POSIXFileSystem: FileSystem {
     package init(memoryMapping: Bool = true) { self.memoryMapping = memoryMapping }
 
     package func openFile(_ path: String, create: Bool) throws -> any StorageFile {
-        let flags = O_RDWR | O_CLOEXEC | (create ? O_CREAT : 0)
-        let fd = Glibc.open(path, flags, 0o644)  // open(2)
+        let fd = Platform.open(path, .readWrite(create: create))  // open(2)
         guard fd >= 0 else { throw posixError("open", path) }
         return POSIXFile(fd: fd, path: path, memoryMapping: memoryMapping)
     }
 
     package func openForReading(_ path: String) throws -> any StorageFile {
-        let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC)  // open(2)
+        let fd = Platform.open(path, .readOnly)  // open(2)
         guard fd >= 0 else { throw posixError("open", path) }
         return POSIXFile(fd: fd, path: path, memoryMapping: memoryMapping, readOnly: true)
     }
@@ -38,54 +30,46 @@ package struct POSIXFileSystem: FileSystem {
         var partial = path.hasPrefix("/") ? "" : "."
         for component in path.split(separator: "/") {
             partial += "/" + component
-            if mkdir(partial, 0o755) != 0 && errno != EEXIST {  // mkdir(2)
+            if Platform.makeDirectory(partial) != 0 && Platform.errno != Platform.exists {  // mkdir(2)
                 throw posixError("mkdir", partial)
             }
         }
     }
 
     package func contentsOfDirectory(_ path: String) throws -> [String] {
-        guard let dir = opendir(path) else { throw posixError("opendir", path) }  // opendir(3)
-        defer { closedir(dir) }
-        var names: [String] = []
-        while let entry = readdir(dir) {  // readdir(3)
-            let name = withUnsafePointer(to: entry.pointee.d_name) {
-                $0.withMemoryRebound(to: CChar.self, capacity: 256) { String(cString: $0) }
-            }
-            if name != "." && name != ".." { names.append(name) }
-        }
-        return names
+        guard let entries = Platform.directoryEntries(path) else { throw posixError("opendir", path) }  // opendir(3), readdir(3)
+        return entries.filter { $0 != "." && $0 != ".." }
     }
 
     package func fileExists(_ path: String) -> Bool {
-        var info = stat()
-        return stat(path, &info) == 0  // stat(2)
+        Platform.exists(path)  // stat(2)
     }
 
     package func removeFile(_ path: String) throws {
-        if unlink(path) != 0 { throw posixError("unlink", path) }  // unlink(2)
+        if Platform.unlink(path) != 0 { throw posixError("unlink", path) }  // unlink(2)
     }
 
     package func rename(_ source: String, to destination: String) throws {
-        if Glibc.rename(source, destination) != 0 { throw posixError("rename", source) }  // rename(2)
+        if Platform.rename(source, destination) != 0 { throw posixError("rename", source) }  // rename(2)
     }
 
     package func syncDirectory(_ path: String) throws {
-        let fd = Glibc.open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        let fd = Platform.open(path, .directory)
         guard fd >= 0 else { throw posixError("open", path) }
-        defer { Glibc.close(fd) }
-        if fsync(fd) != 0 { throw posixError("fsync", path) }  // fsync(2) of the directory
+        defer { Platform.close(fd) }
+        // fsync(2) of the directory (F_FULLFSYNC on Darwin: Platform.syncDirectory).
+        if Platform.syncDirectory(fd) != 0 { throw posixError("fsync", path) }
     }
 
     package func lock(_ path: String, exclusive: Bool) throws -> any FileLock {
-        let fd = Glibc.open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        let fd = Platform.open(path, .readWrite(create: true))
         guard fd >= 0 else { throw posixError("open", path) }
         // flock(2) locks belong to the open file description, so a second open of the same
         // store inside this process is refused too, not only another process.
-        if flock(fd, (exclusive ? LOCK_EX : LOCK_SH) | LOCK_NB) != 0 {
+        if Platform.lock(fd, exclusive: exclusive) != 0 {
             let error = posixError("flock", path)
-            Glibc.close(fd)
-            if error.code == EWOULDBLOCK { throw IOError(.locked, operation: "flock", path: path, code: error.code) }
+            Platform.close(fd)
+            if error.code == Platform.wouldBlock { throw IOError(.locked, operation: "flock", path: path, code: error.code) }
             throw error
         }
         return POSIXLock(fd: fd)
@@ -112,11 +96,11 @@ final class POSIXFile: StorageFile, @unchecked Sendable {
         /// refreshed by fstat when a read reaches past it — so a mapped read never touches a
         /// page past the end of the file. (A handle opened for reading while another process
         /// writes the file must only map bytes that process never truncates: the page log's
-        /// followers map only bytes before a checkpoint, Architecture.md invariant 25.)
+        /// followers map only bytes before a checkpoint, Architecture.md invariant 32.)
         var knownSize: UInt64 = 0
     }
 
-    private let maps = Mutex(Maps())
+    private let maps = Lock(Maps())
 
     init(fd: Int32, path: String, memoryMapping: Bool = true, readOnly: Bool = false) {
         self.fd = fd
@@ -126,14 +110,16 @@ final class POSIXFile: StorageFile, @unchecked Sendable {
     }
 
     private func checkWritable(_ operation: String, offset: UInt64? = nil) throws {
-        if readOnly { throw IOError(.other(EBADF), operation: operation, path: path, offset: offset, code: EBADF) }
+        if readOnly {
+            throw IOError(.other(Platform.badDescriptor), operation: operation, path: path, offset: offset, code: Platform.badDescriptor)
+        }
     }
 
     deinit {
-        if fd >= 0 { Glibc.close(fd) }
+        if fd >= 0 { Platform.close(fd) }
         maps.withLock { maps in
             for map in maps.retired + (maps.current.map { [$0] } ?? []) {
-                munmap(UnsafeMutableRawPointer(mutating: map.baseAddress), map.count)  // munmap(2)
+                if let base = map.baseAddress { Platform.unmap(base, length: map.count) }  // munmap(2)
             }
         }
     }
@@ -156,7 +142,7 @@ final class POSIXFile: StorageFile, @unchecked Sendable {
             if maps.current.map({ UInt64($0.count) < end }) ?? true {
                 // Room to grow: twice the file, at least 64 MiB (a segment), in whole MiB.
                 let length = Int((max(size * 2, 64 << 20) + (1 << 20) - 1) & ~((1 << 20) - 1))
-                guard let base = mmap(nil, length, PROT_READ, MAP_SHARED, fd, 0), base != MAP_FAILED else { return nil }  // mmap(2)
+                guard let base = Platform.mapReadOnly(fd, length: length) else { return nil }  // mmap(2)
                 if let current = maps.current { maps.retired.append(current) }
                 maps.current = UnsafeRawBufferPointer(start: base, count: length)
             }
@@ -168,13 +154,13 @@ final class POSIXFile: StorageFile, @unchecked Sendable {
 
     func read(into buffer: UnsafeMutableRawBufferPointer, at offset: UInt64) throws -> Int {
         guard offset <= UInt64(Int64.max) - UInt64(buffer.count) else {
-            throw IOError(.other(EINVAL), operation: "pread", path: path, offset: offset, code: EINVAL)
+            throw IOError(.other(Platform.invalidArgument), operation: "pread", path: path, offset: offset, code: Platform.invalidArgument)
         }
         var done = 0
         while done < buffer.count {
-            let n = pread(fd, buffer.baseAddress! + done, buffer.count - done, off_t(offset) + off_t(done))  // pread(2)
+            let n = Platform.pread(fd, buffer.baseAddress! + done, buffer.count - done, offset + UInt64(done))  // pread(2)
             if n < 0 {
-                if errno == EINTR { continue }
+                if Platform.errno == Platform.interrupted { continue }
                 throw posixError("pread", path, offset: offset + UInt64(done))
             }
             if n == 0 { break }
@@ -186,13 +172,13 @@ final class POSIXFile: StorageFile, @unchecked Sendable {
     func write(_ bytes: UnsafeRawBufferPointer, at offset: UInt64) throws {
         try checkWritable("pwrite", offset: offset)
         guard offset <= UInt64(Int64.max) - UInt64(bytes.count) else {
-            throw IOError(.other(EINVAL), operation: "pwrite", path: path, offset: offset, code: EINVAL)
+            throw IOError(.other(Platform.invalidArgument), operation: "pwrite", path: path, offset: offset, code: Platform.invalidArgument)
         }
         var done = 0
         while done < bytes.count {
-            let n = pwrite(fd, bytes.baseAddress! + done, bytes.count - done, off_t(offset) + off_t(done))  // pwrite(2)
+            let n = Platform.pwrite(fd, bytes.baseAddress! + done, bytes.count - done, offset + UInt64(done))  // pwrite(2)
             if n < 0 {
-                if errno == EINTR { continue }
+                if Platform.errno == Platform.interrupted { continue }
                 throw posixError("pwrite", path, offset: offset + UInt64(done))
             }
             done += n
@@ -202,33 +188,32 @@ final class POSIXFile: StorageFile, @unchecked Sendable {
     }
 
     func sync() throws {
-        // fdatasync(2). A failure is reported, never retried: after a failed sync the kernel may
-        // have dropped the dirty pages, so the caller must stop writing (the page log does).
+        // fdatasync(2) (F_FULLFSYNC on Darwin: Platform.syncData). A failure is reported, never
+        // retried: after a failed sync the kernel may have dropped the dirty pages, so the
+        // caller must stop writing (the page log does).
         try checkWritable("fdatasync")
-        if fdatasync(fd) != 0 { throw posixError("fdatasync", path) }
+        if Platform.syncData(fd) != 0 { throw posixError("fdatasync", path) }
     }
 
     func size() throws -> UInt64 {
-        var info = stat()
-        if fstat(fd, &info) != 0 { throw posixError("fstat", path) }  // fstat(2)
-        return UInt64(info.st_size)
+        guard let status = Platform.status(fd) else { throw posixError("fstat", path) }  // fstat(2)
+        return status.size
     }
 
     func status() throws -> FileStatus {
-        var info = stat()
-        if fstat(fd, &info) != 0 { throw posixError("fstat", path) }  // fstat(2)
-        return FileStatus(size: UInt64(info.st_size), isLinked: info.st_nlink > 0)
+        guard let status = Platform.status(fd) else { throw posixError("fstat", path) }  // fstat(2)
+        return FileStatus(size: status.size, isLinked: status.isLinked)
     }
 
     func truncate(to size: UInt64) throws {
         try checkWritable("ftruncate")
         // The known size shrinks before the file does: no mapped read starts past the new end.
         maps.withLock { $0.knownSize = min($0.knownSize, size) }
-        if ftruncate(fd, off_t(size)) != 0 { throw posixError("ftruncate", path) }  // ftruncate(2)
+        if Platform.truncate(fd, to: size) != 0 { throw posixError("ftruncate", path) }  // ftruncate(2)
     }
 
     func close() {
-        if fd >= 0 { Glibc.close(fd); fd = -1 }
+        if fd >= 0 { Platform.close(fd); fd = -1 }
     }
 }
 
@@ -238,20 +223,11 @@ final class POSIXLock: FileLock, @unchecked Sendable {
     init(fd: Int32) { self.fd = fd }
     deinit { unlock() }
     func unlock() {
-        if fd >= 0 { flock(fd, LOCK_UN); Glibc.close(fd); fd = -1 }
+        if fd >= 0 { Platform.unlock(fd); Platform.close(fd); fd = -1 }
     }
 }
 
 private func posixError(_ operation: String, _ path: String, offset: UInt64? = nil) -> IOError {
-    let code = errno
-    let kind: IOError.Kind
-    switch code {
-    case ENOSPC, EDQUOT: kind = .noSpace
-    case EIO: kind = .ioError
-    case ENOENT: kind = .notFound
-    case EEXIST: kind = .alreadyExists
-    case EACCES, EPERM, EROFS: kind = .permissionDenied
-    default: kind = .other(code)
-    }
-    return IOError(kind, operation: operation, path: path, offset: offset, code: code)
+    let code = Platform.errno
+    return IOError(Platform.kind(ofError: code), operation: operation, path: path, offset: offset, code: code)
 }

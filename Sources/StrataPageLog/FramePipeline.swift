@@ -1,6 +1,7 @@
 import Dispatch
 import Synchronization
 import StrataFormat
+import StrataIO
 
 /// One page write handed to the frame pipeline: the page's bytes (owned: a copy, or an array
 /// the caller gave away) and the header fields; whoever builds it fills in `frame`.
@@ -52,7 +53,7 @@ final class FrameJob: @unchecked Sendable {
 }
 
 /// The background worker that compresses, frames and checksums page writes of large write
-/// transactions (Architecture.md, invariant 24), on a Dispatch serial queue, one job at a
+/// transactions (Architecture.md, invariant 17), on a Dispatch serial queue, one job at a
 /// time in submission order, with its own LZ4 state.
 ///
 /// The worker only builds frames in memory: it never touches the writer's state, the files
@@ -75,7 +76,7 @@ final class FramePipeline: Sendable {
         var running = false
     }
 
-    private let inbox = Mutex(Inbox())
+    private let inbox = Lock(Inbox())
     /// Signalled after every finished job and when the worker stops; waiters re-check their
     /// condition, so signals nobody waited for are harmless.
     private let progress = DispatchSemaphore(value: 0)

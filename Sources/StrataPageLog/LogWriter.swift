@@ -73,7 +73,7 @@ final class LogWriter: @unchecked Sendable {
 
     var endPosition: LogPosition { LogPosition(segment: activeSegment, offset: writeOffset) }
 
-    /// Materializes chunk `index` of the head table if it is pending (invariant 28) and lists
+    /// Materializes chunk `index` of the head table if it is pending (invariant 16) and lists
     /// its free ids — absent, below `freeBelow` (default: the next page id), not among
     /// `written` (pages the committing transaction writes there). A committing transaction
     /// passes the next page id it started with: ids it allocated itself are not listed (if it

@@ -85,7 +85,7 @@ extension PageLog {
             if UInt64(location.segment) == segment { live.append((id, location)) }
         }
         live.sort { $0.1.offset < $1.1.offset }
-        let transaction = WriteTransaction(log: self, writer: writer, lsn: writer.nextLSN)
+        let transaction = PageLogTransaction(log: self, writer: writer, lsn: writer.nextLSN)
         writer.nextLSN += 1
         var bytes: UInt64 = 0
         do {

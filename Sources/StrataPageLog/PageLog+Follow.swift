@@ -1,7 +1,7 @@
 import StrataFormat
 import StrataIO
 
-/// Followers (Docs/Architecture.md, "Reader processes", invariant 25): a page log opened
+/// Followers (Docs/Architecture.md, "Reader processes", invariant 32): a page log opened
 /// `readOnly` next to the instance — in this process or another — that writes the store. It
 /// takes no lock and never writes; it recovers as a writer does (the same `Recovery`), then
 /// `refresh()` goes on replaying the log from where it ended, so new snapshots see each commit
@@ -105,7 +105,7 @@ extension PageLog {
             }
             let advanced = recovery.lastLSN != follower.recovery.lastLSN
             // Pages per segment are counted once the writer changed something (loading every
-            // pending chunk, invariant 28), then kept up by replay.
+            // pending chunk, invariant 16), then kept up by replay.
             if advanced && recovery.pageCounts == nil { recovery.pageCounts = try recovery.table.pageCountsBySegment() }
             recovery.releaseUnreferencedSegments()
             follower.recovery = recovery

@@ -7,7 +7,7 @@ extension PageLog {
     /// the log after the checkpoint up to the first invalid frame (Docs/Architecture.md,
     /// "Recovery").
     ///
-    /// `readOnly`: opens the store as a *follower* of the process that writes it (invariant 25,
+    /// `readOnly`: opens the store as a *follower* of the process that writes it (invariant 32,
     /// `PageLog+Follow.swift`): no lock is taken, nothing is created, written, removed or
     /// synced, and a torn tail is where that writer is appending; `refresh()` then applies what
     /// it commits. Every write, checkpoint and compaction throws `PageLogError.readOnly`.

@@ -10,7 +10,7 @@ extension PageLog {
     ///
     /// `segmentIDs`: the segment files present, or nil to list them after reading the
     /// superblock (a follower: a segment its writer creates meanwhile is then either listed or
-    /// found by the next refresh). `readOnly`: a follower's recovery (invariant 25): files
+    /// found by the next refresh). `readOnly`: a follower's recovery (invariant 32): files
     /// opened for reading only, a torn tail is where the writer is appending, not an error.
     static func recover<T>(directory: String, fileSystem: any FileSystem, options: PageLogOptions, segmentIDs: [UInt64]?,
                            created: Bool, readOnly: Bool, _ finish: (Recovery, any StorageFile) throws -> T) throws -> T {
@@ -85,7 +85,7 @@ struct Recovery {
     let fileSystem: any FileSystem
     let options: PageLogOptions
     let superblock: Superblock
-    /// A follower's recovery (invariant 25): files opened for reading only; a segment listed
+    /// A follower's recovery (invariant 32): files opened for reading only; a segment listed
     /// but gone when opened is skipped (the writer deleted it; the chain check still requires
     /// every segment from the checkpoint's on); replay keeps frames pending at the end.
     let readOnly: Bool
@@ -101,7 +101,7 @@ struct Recovery {
     /// when it lists the free page ids.
     var fullChunks: [Bool] = []
     /// Whether every checkpointed chunk was loaded (false: a writer's open left them pending,
-    /// invariant 28, and `referencedSegments` holds only what replay saw).
+    /// invariant 16, and `referencedSegments` holds only what replay saw).
     var allChunksLoaded = true
     /// Segments the checkpointed page table refers to.
     var referencedSegments = Set<UInt64>()
@@ -123,8 +123,8 @@ struct Recovery {
     /// and rewritten meanwhile (a migration's rollback). Nil before the segment's first frame.
     var witness: (segment: UInt64, offset: UInt64, header: FrameHeader)?
     /// The end of the last checkpoint root replay passed (or the superblock's): bytes before it
-    /// are never truncated (invariant 22 holds checkpoints from a rollback point on), so a
-    /// follower may read them through memory maps (invariant 25).
+    /// are never truncated (invariant 26 holds checkpoints from a rollback point on), so a
+    /// follower may read them through memory maps (invariant 32).
     var checkpointedEnd: LogPosition
     /// Page table entries per segment, kept by a follower (nil otherwise) so that it lets go of
     /// segments its table no longer refers to.
@@ -244,7 +244,7 @@ struct Recovery {
         let entriesPerChunk = Int(root.chunkEntries)
         chunksNeedRewrite = entriesPerChunk != PageTable.chunkEntries
         if !chunksNeedRewrite { fullChunks = [Bool](repeating: false, count: root.chunks.count) }
-        // The chunks are left pending (invariant 28) unless a writer must rewrite them at
+        // The chunks are left pending (invariant 16) unless a writer must rewrite them at
         // another size.
         let lazy = !chunksNeedRewrite
         let segmentIDs = Set(files.keys)
@@ -492,7 +492,7 @@ struct Recovery {
             let lower = max(PageLog.firstAllocatablePageID, base)
             guard lower < upper else { continue }
             if table.isPending(chunkIndex) {
-                continue  // its free ids are listed when the writer materializes it (invariant 28)
+                continue  // its free ids are listed when the writer materializes it (invariant 16)
             } else if chunkIndex >= table.chunkCount || table.chunks[chunkIndex].isEmpty {
                 add(lower..<upper)
             } else if chunkIndex < fullChunks.count, fullChunks[chunkIndex], !dirtyChunks.contains(chunkIndex) {

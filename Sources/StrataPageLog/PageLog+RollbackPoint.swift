@@ -1,9 +1,9 @@
 import StrataIO
 
-/// Rollback points (Architecture.md, invariant 22): a layer above can make a long series of
+/// Rollback points (Architecture.md, invariant 26): a layer above can make a long series of
 /// commits — each durable, so a crash keeps them — and still undo all of them, leaving every
 /// file of the store as it was, byte for byte. It takes the log's end before the first of them
-/// (`WriteTransaction.startPosition`), keeps it durably in data of its own, and holds
+/// (`PageLogTransaction.startPosition`), keeps it durably in data of its own, and holds
 /// checkpoints (`checkpointsHeld`) until it is done, so the superblock, the page table chunks
 /// and every byte before that end stay untouched; only appends happen. Undoing is then
 /// cutting the log back: `rollBack(directory:fileSystem:to:)` on the closed store.

@@ -12,7 +12,7 @@ import StrataIO
 /// from several threads share fdatasync calls (group commit). All methods are thread-safe.
 ///
 /// Opened with `readOnly`, a page log is a *follower* of another instance or process that
-/// writes the store (invariant 25, `PageLog+Follow.swift`): it writes nothing and `refresh()`
+/// writes the store (invariant 32, `PageLog+Follow.swift`): it writes nothing and `refresh()`
 /// applies what the writer committed since.
 package final class PageLog: Sendable {
     /// Page ids below this are fixed: never allocated, always writable (layers above keep
@@ -34,18 +34,18 @@ package final class PageLog: Sendable {
     package let recoveryReport: RecoveryReport
 
     /// Held for a whole write transaction, checkpoint or compaction step.
-    let writerLock = Mutex<Void>(())
+    let writerLock = Lock<Void>(())
     /// Touched only with `writerLock` held.
     let writer: LogWriter
     /// What readers see, and the bookkeeping they share with the writer.
-    let shared: Mutex<SharedState>
+    let shared: Lock<SharedState>
     /// The log position known to be on stable storage.
-    let durable: Mutex<LogPosition>
+    let durable: Lock<LogPosition>
     /// Held while syncing the active segment, so concurrent committers share one fdatasync.
-    let syncLock = Mutex<Void>(())
+    let syncLock = Lock<Void>(())
     /// Set by the first failed write or sync; the instance refuses writes after it.
-    let failure = Mutex<String?>(nil)
-    /// The worker that builds the frames of large transactions' page writes (invariant 24);
+    let failure = Lock<String?>(nil)
+    /// The worker that builds the frames of large transactions' page writes (invariant 17);
     /// used only by the transaction holding `writerLock`.
     let framePipeline: FramePipeline
     /// The buffer point lookups decompress part of a page into (`Snapshot.withPartialPage`).
@@ -55,11 +55,11 @@ package final class PageLog: Sendable {
     let segmentSyncs = Atomic<Int>(0)
     package let backgroundCompactionScheduled = Atomic<Bool>(false)
     /// While set, nothing checkpoints or compacts: the files only grow by appends after a
-    /// rollback point (`PageLog+RollbackPoint.swift`, Architecture.md invariant 22).
+    /// rollback point (`PageLog+RollbackPoint.swift`, Architecture.md invariant 26).
     package let checkpointsHeld = Atomic<Bool>(false)
     /// The last error of a background compaction, if any.
-    package let backgroundError = Mutex<String?>(nil)
-    let lock: Mutex<(any FileLock)?>
+    package let backgroundError = Lock<String?>(nil)
+    let lock: Lock<(any FileLock)?>
     /// A follower's replay state (nil for a writer); touched only with `writerLock` held.
     let follower: LogFollower?
 
@@ -74,7 +74,7 @@ package final class PageLog: Sendable {
         var nextSnapshotToken: UInt64 = 1
         var closed = false
         /// A follower's snapshots read frames ending at or before this through memory maps, later
-        /// ones with `pread` (invariant 25); nil: every frame may be mapped.
+        /// ones with `pread` (invariant 32); nil: every frame may be mapped.
         var mappableEnd: LogPosition?
         /// Counts the tables a follower published (`Snapshot.publication`).
         var publication: UInt64 = 0
@@ -90,10 +90,10 @@ package final class PageLog: Sendable {
         self.storeID = storeID
         self.recoveryReport = recoveryReport
         self.writer = writer
-        self.shared = Mutex(SharedState(table: writer.table, lsn: writer.lastLSN, segments: segments,
+        self.shared = Lock(SharedState(table: writer.table, lsn: writer.lastLSN, segments: segments,
                                         flushedFile: writer.activeFile, flushedPosition: writer.endPosition, mappableEnd: mappableEnd))
-        self.durable = Mutex(durablePosition)
-        self.lock = Mutex(lock)
+        self.durable = Lock(durablePosition)
+        self.lock = Lock(lock)
         self.follower = follower
         formatVersion = writer.superblock.formatVersion
     }
@@ -222,7 +222,7 @@ package final class PageLog: Sendable {
     /// One transaction runs at a time; others wait. Do not call `write`, `checkpoint` or
     /// `compact` from inside `body` (it would wait for itself). Pages written are spilled to the
     /// log as the write buffer fills, so a transaction may be larger than memory.
-    package func write<T>(durability: Durability = .durable, _ body: (WriteTransaction) throws -> T) throws -> T {
+    package func write<T>(durability: Durability = .durable, _ body: (PageLogTransaction) throws -> T) throws -> T {
         let (result, commitEnd) = try commit(body)
         if let commitEnd {
             if durability == .durable || unsyncedBytes(before: commitEnd) >= UInt64(options.relaxedSyncBytes) {
@@ -238,17 +238,17 @@ package final class PageLog: Sendable {
     /// `sync(upTo:exactly: true)` — on another thread while the caller goes on with the next
     /// transaction (a migration's batches; group commit lets it append meanwhile). The caller
     /// must not treat the commit as durable before that sync returned.
-    package func writeDeferringSync<T>(_ body: (WriteTransaction) throws -> T) throws -> (result: T, commitEnd: LogPosition?) {
+    package func writeDeferringSync<T>(_ body: (PageLogTransaction) throws -> T) throws -> (result: T, commitEnd: LogPosition?) {
         let (result, commitEnd) = try commit(body)
         if commitEnd != nil { scheduleCompactionIfNeeded() }
         return (result, commitEnd)
     }
 
     /// `write`'s transaction and commit, under the writer lock.
-    private func commit<T>(_ body: (WriteTransaction) throws -> T) throws -> (T, LogPosition?) {
+    private func commit<T>(_ body: (PageLogTransaction) throws -> T) throws -> (T, LogPosition?) {
         try writerLock.withLock { _ in
             try checkWritable()
-            let transaction = WriteTransaction(log: self, writer: writer, lsn: writer.nextLSN)
+            let transaction = PageLogTransaction(log: self, writer: writer, lsn: writer.nextLSN)
             writer.nextLSN += 1
             let result: T
             do {

@@ -20,7 +20,7 @@ package struct PageLogOptions: Sendable {
     /// The largest page accepted.
     package var maximumPageSize = 16 << 20
     /// Build the frames of a large transaction's page writes (LZ4, header, CRC32C) on a
-    /// background worker while the caller goes on (Architecture.md, invariant 24). The bytes
+    /// background worker while the caller goes on (Architecture.md, invariant 17). The bytes
     /// written are the same either way; off, every frame is built on the calling thread.
     package var framePipeline = true
     /// Page writes a transaction makes on the calling thread before the frame pipeline takes
@@ -40,15 +40,20 @@ package struct PageLogOptions: Sendable {
     package init() {}
 }
 
-/// When a commit is durable.
-package enum Durability: Sendable {
-    /// The commit is on stable storage when `write` returns (fdatasync, shared by concurrent
-    /// committers: group commit).
+/// When a commit (a `Context.save()`, a page log transaction) is durable.
+///
+/// The one public declaration of the page log: the store API offers it as `Strata.Durability`
+/// (a type alias), so the setting an app chooses is the one the log acts on.
+public enum Durability: Sendable {
+    /// On stable storage when the call returns: the log is synced (`fdatasync` on Linux, a
+    /// full flush with `F_FULLFSYNC` on Apple platforms: Docs/Architecture.md, "Platforms"),
+    /// one sync shared by concurrent committers (group commit).
     case durable
-    /// The commit is crash-consistent but not synced: a crash may lose it and the commits after
-    /// it, never leave a partial commit, and never lose a commit before the last sync (like
-    /// SQLite's `synchronous=NORMAL` in WAL mode). The log is synced whenever
-    /// `relaxedSyncBytes` of it are unsynced, which bounds what a crash can take.
+    /// Crash-consistent but not yet synced: a power loss may lose this commit and the ones
+    /// after it, never leave part of one, and never lose a commit before the last sync (like
+    /// SQLite's `synchronous=NORMAL` in WAL mode). Synced by the next durable commit,
+    /// checkpoint or close, and whenever `relaxedSyncBytes` (16 MiB) of log are unsynced,
+    /// which bounds what a crash can take.
     case relaxed
 }
 

@@ -7,7 +7,7 @@ import StrataIO
 /// new version after a commit copies only the chunk index and the chunks the commit touched;
 /// readers keep the version they started with for as long as they like.
 ///
-/// Open (a writer's or a follower's) leaves the checkpointed chunks *pending* (invariant 28): each is read,
+/// Open (a writer's or a follower's) leaves the checkpointed chunks *pending* (invariant 16): each is read,
 /// verified and decoded at its first lookup — once, shared by every copy of the table — so
 /// opening a large store does not read its whole table (24 bytes per page). A chunk is
 /// *materialized* (its entries stored in this table) before the writer changes it.
@@ -166,7 +166,7 @@ package struct PageTable: Sendable {
 }
 
 /// A checkpointed page table chunk open did not read: read, verified and decoded at its first
-/// lookup, then kept (invariant 28). A failed load is not remembered (the next lookup tries
+/// lookup, then kept (invariant 16). A failed load is not remembered (the next lookup tries
 /// again, and throws again on a damaged frame).
 ///
 /// Thread-safety (`@unchecked Sendable`): `loaded` is written once, under `loadLock`, before
@@ -184,7 +184,7 @@ final class PendingChunk: @unchecked Sendable {
     let segments: Set<UInt64>
     private let isLoaded = Atomic<Bool>(false)
     private nonisolated(unsafe) var loaded: [PageLocation] = []
-    private let loadLock = Mutex<Void>(())
+    private let loadLock = Lock<Void>(())
 
     init(index: Int, location: PageLocation, file: any StorageFile, entriesPerChunk: Int, nextPageID: UInt64, segments: Set<UInt64>) {
         self.index = index

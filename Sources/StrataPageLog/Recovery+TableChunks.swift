@@ -2,7 +2,7 @@ import StrataFormat
 import StrataIO
 
 /// Reading one checkpointed page table chunk: at open, or at its first lookup when it was left
-/// pending (invariant 28).
+/// pending (invariant 16).
 extension Recovery {
     /// Checks the entries of a decoded chunk against the log: each entry's segment exists
     /// (`exists`, asked once per distinct segment not yet in `seen`, which collects them) and

@@ -13,7 +13,7 @@ package final class Snapshot: Sendable {
     let log: PageLog
     let token: UInt64
     /// Frames ending after this are read with `pread`, never through a memory map: a follower's
-    /// writer may still truncate them (invariant 25). Nil: every frame may be mapped.
+    /// writer may still truncate them (invariant 32). Nil: every frame may be mapped.
     let mappableEnd: LogPosition?
     /// Which table a follower published this snapshot from: equal numbers, equal tables (0 for
     /// every snapshot of a writer). A reader compares them to tell whether a `refresh()` —
@@ -54,7 +54,7 @@ package final class Snapshot: Sendable {
     }
 
     /// The location of a page in this snapshot (for tests and verification).
-    /// - Throws: what loading a pending page table chunk throws (invariant 28).
+    /// - Throws: what loading a pending page table chunk throws (invariant 16).
     package func location(of pageID: UInt64) throws -> PageLocation { try table.location(of: pageID) }
 
     /// Ids of every page present in this snapshot, ascending.

@@ -3,7 +3,7 @@ import Dispatch
 import StrataFormat
 import StrataPageLog
 
-// Deferred compression (Docs/Architecture.md, invariant 31). A migration's shadow trees store
+// Deferred compression (Docs/Architecture.md, invariant 29). A migration's shadow trees store
 // their leaves uncompressed (`RecordTreeOptions.defersShadowCompression`): LZ4 is about a
 // quarter of a custom stage's CPU, and the stage runs while the app launches. The switch flags
 // each new tree (`StoreRoot.EntityTree.hasUncompressedLeaves`, store root version 5); once the
@@ -55,7 +55,7 @@ extension RecordTransaction {
 /// The way down a record tree to one leaf and on to the next ones, in id order: the interior
 /// nodes passed and, in each, the child taken.
 private struct LeafPath {
-    let transaction: WriteTransaction
+    let transaction: PageLogTransaction
     /// Interior nodes from the root down, each with the index of the child taken.
     private var levels: [(node: InteriorNode, index: Int)] = []
     /// The current leaf's page, nil once past the last one.
@@ -63,7 +63,7 @@ private struct LeafPath {
 
     /// The path to the leaf whose id range holds `cursor` (the tree's only leaf when the root
     /// is one; none for an empty tree).
-    init(transaction: WriteTransaction, root: UInt64, cursor: UInt64) throws {
+    init(transaction: PageLogTransaction, root: UInt64, cursor: UInt64) throws {
         self.transaction = transaction
         guard root != 0 else { return }
         var pageID = root

@@ -3,7 +3,7 @@ import StrataSchema
 
 /// The indexes of one entity inside a write transaction. Its record tree calls `replace`
 /// before every insert, update and delete, so each index keeps exactly one entry per record
-/// (Architecture.md, invariant 19) whatever path wrote the record.
+/// (Architecture.md, invariant 22) whatever path wrote the record.
 ///
 /// Unique attributes are checked before anything changes: a change that would repeat another
 /// record's non-null value throws `RecordTreeError.uniqueConstraintViolation` and leaves the

@@ -185,7 +185,7 @@ package enum HistoryCodec {
     }
 }
 
-/// Collects one write transaction's changes for the journal (Architecture.md, invariant 26):
+/// Collects one write transaction's changes for the journal (Architecture.md, invariant 31):
 /// record trees report every insert, update and delete here; parts of the entry are written
 /// to the journal's tree as they fill, so a transaction of any size holds one part in memory.
 /// Not thread-safe: the transaction's thread only.

@@ -2,7 +2,7 @@ import StrataFormat
 import StrataSchema
 
 /// The history journal's root, kept in a version 4 store root (Docs/FileFormat.md, "Store
-/// root" and "History journal"; Architecture.md invariant 26): where the journal's tree is,
+/// root" and "History journal"; Architecture.md invariant 31): where the journal's tree is,
 /// the next token to hand out, from which token on the journal is complete, what it weighs,
 /// and the named consumers' cursors.
 ///

@@ -15,7 +15,7 @@ package final class IndexTreeWriter {
         init(_ node: IndexNode) { self.node = node }
     }
 
-    let transaction: WriteTransaction
+    let transaction: PageLogTransaction
     let entityID: UInt32
     let schemaVersion: UInt32
     let options: RecordTreeOptions
@@ -23,7 +23,7 @@ package final class IndexTreeWriter {
     package private(set) var root: RecordTreeRoot
     private var nodes: TreeNodes<Box>
 
-    package init(transaction: WriteTransaction, root: RecordTreeRoot, entityID: UInt32, schemaVersion: UInt32,
+    package init(transaction: PageLogTransaction, root: RecordTreeRoot, entityID: UInt32, schemaVersion: UInt32,
                  options: RecordTreeOptions = RecordTreeOptions()) {
         self.transaction = transaction
         self.root = root

@@ -1,7 +1,7 @@
 import StrataFormat
 
 /// The migration in progress, kept in a version 3 store root (Docs/FileFormat.md, "Store
-/// root"; Architecture.md invariants 22 and 23): where the log ended before the migration
+/// root"; Architecture.md invariants 26 and 27): where the log ended before the migration
 /// began (the rollback point that undoes all of it), which step of the plan runs and how far
 /// it got, the catalog the stage migrates to (written, not yet the store's), and the shadow
 /// record trees its transforms fill.

@@ -1,5 +1,6 @@
 import Synchronization
 import StrataFormat
+import StrataIO
 import StrataPageLog
 
 /// A page image the cache keeps: verified and decoded once, then shared by every reader.
@@ -73,7 +74,7 @@ package final class NodeCache: Sendable {
     /// How many more recent lookups than its victim a page needs to enter a full cache.
     static let admissionMargin = 2
 
-    private let state: Mutex<State>
+    private let state: Lock<State>
     /// The most bytes of pages kept (about: page images only).
     package let budget: Int
     /// How the readers sharing this cache (one store's) read overflowed records.
@@ -81,7 +82,7 @@ package final class NodeCache: Sendable {
 
     package init(budget: Int = 32 << 20) {
         self.budget = budget
-        state = Mutex(State(table: ClockTable(budget: budget), misses: MissFilter(slots: budget / 4096),
+        state = Lock(State(table: ClockTable(budget: budget), misses: MissFilter(slots: budget / 4096),
                             frequencies: FrequencySketch(capacity: budget / 4096)))
     }
 

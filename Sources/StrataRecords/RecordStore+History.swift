@@ -2,7 +2,7 @@ import StrataFormat
 import StrataPageLog
 import StrataSchema
 
-/// How much history a store keeps (Architecture.md, invariant 26): entries older than
+/// How much history a store keeps (Architecture.md, invariant 31): entries older than
 /// `maximumAge`, and the oldest entries while the journal weighs more than `maximumBytes`,
 /// are deleted by the commits that follow, a bounded batch each.
 package struct HistoryLimits: Sendable {

@@ -184,7 +184,7 @@ extension RecordSnapshot {
 }
 
 extension RecordSnapshot {
-    /// Checks invariant 19 for every index: its entries are exactly (key of the record's value,
+    /// Checks invariant 22 for every index: its entries are exactly (key of the record's value,
     /// record id) for every record of its entity, in ascending order, and a unique index holds
     /// no non-null value twice. Reads everything: for tests and tools.
     /// - Throws: `RecordTreeError.corruptNode` describing the first difference.

@@ -14,7 +14,7 @@ package struct RecordVerification: Sendable {
 extension RecordStore {
     /// Checks every structure of the record layer in `snapshot` and reports every problem
     /// found, naming the page's file and offset when one is at fault (Architecture.md,
-    /// invariants 15, 19 and 26): each record tree in id order with as many records as its root
+    /// invariants 18, 22 and 31): each record tree in id order with as many records as its root
     /// says, each record a valid record; each index holding exactly one entry per record —
     /// entries ascending, each the key of its record's value; the schema catalog; the history
     /// journal's parts (contiguous per token, below the next token, decodable, weighing what
@@ -86,7 +86,7 @@ extension RecordStore {
         if let newest {
             do { try verifyGraph(snapshot, version: newest) { problem($0) } } catch { report(error, "record graph") }
         }
-        // Indexes: entries ascending, each its record's key; as many as records (invariant 19).
+        // Indexes: entries ascending, each its record's key; as many as records (invariant 22).
         for (id, index) in root.indexes.sorted(by: { $0.key < $1.key }) {
             let name = "index (\(id.entityID), \(id.attributeID))"
             let records = snapshot.reader(for: id.entityID)

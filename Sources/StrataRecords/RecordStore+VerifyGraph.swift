@@ -1,7 +1,7 @@
 import StrataSchema
 
 extension RecordStore {
-    /// The record graph's checks of `verify` (Architecture.md, invariants 20 and 32), on the
+    /// The record graph's checks of `verify` (Architecture.md, invariants 23 and 30), on the
     /// catalog's newest version: record ids unique across each inheritance hierarchy, and every
     /// link of a relationship with an inverse listed by the inverse on the other side. Reports
     /// at most `maximumReports` problems per check (then how many more), reading each link's

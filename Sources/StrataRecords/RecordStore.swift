@@ -13,14 +13,14 @@ package final class RecordStore: Sendable {
     package let treeOptions: RecordTreeOptions
     /// The last decoded store root and the LSN of the page image it came from: a snapshot
     /// whose page 0 has that LSN reuses it instead of reading and decoding page 0 again.
-    private let decodedRoot = Mutex<(lsn: UInt64, root: StoreRoot)?>(nil)
+    private let decodedRoot = Lock<(lsn: UInt64, root: StoreRoot)?>(nil)
     /// Counts this instance's commits and holds the tasks waiting for the next one.
-    private let commits = Mutex(CommitWaiters())
+    private let commits = Lock(CommitWaiters())
     /// Whether a deferred compression pass was started in the background; the lock a pass
     /// holds while it runs, around where the next one goes on from (an entity and the id its
     /// next batch starts at) (DeferredCompression.swift).
     let compressionPassRunning = Atomic<Bool>(false)
-    let compressionPass = Mutex<(entityID: UInt32, next: UInt64)?>(nil)
+    let compressionPass = Lock<(entityID: UInt32, next: UInt64)?>(nil)
 
     private struct CommitWaiters {
         var generation: UInt64 = 0
@@ -30,7 +30,7 @@ package final class RecordStore: Sendable {
 
     /// A record store on `log`. When its root holds a migration marker (a migration was
     /// interrupted), checkpoints are held at once, so nothing — not even closing — writes
-    /// before the rollback point is used (invariant 22).
+    /// before the rollback point is used (invariant 26).
     package init(log: PageLog, cache: NodeCache = NodeCache(), treeOptions: RecordTreeOptions = RecordTreeOptions()) {
         self.log = log
         self.cache = cache
@@ -71,7 +71,7 @@ package final class RecordStore: Sendable {
     }
 
     /// `body` on a record transaction over `transaction`, whose root it writes when done.
-    func run<T>(_ body: (RecordTransaction) throws -> T, in transaction: WriteTransaction) throws -> T {
+    func run<T>(_ body: (RecordTransaction) throws -> T, in transaction: PageLogTransaction) throws -> T {
         let root = try Self.root(transaction.read(StoreRoot.pageID, mapped: false), pageID: StoreRoot.pageID)
         let records = RecordTransaction(transaction: transaction, root: root, options: treeOptions)
         do {
@@ -151,10 +151,10 @@ package struct RecordSnapshot: Sendable {
 
 /// One write transaction of a `RecordStore`. Not thread-safe; use inside the body only.
 package final class RecordTransaction {
-    let transaction: WriteTransaction
+    let transaction: PageLogTransaction
 
     /// Every page this transaction writes goes through the page log's frame pipeline
-    /// (`WriteTransaction.pipelinesEveryPage`): for one that will write many (a migration's
+    /// (`PageLogTransaction.pipelinesEveryPage`): for one that will write many (a migration's
     /// batch). Call before anything is written.
     package func pipelinesEveryPage() { transaction.pipelinesEveryPage() }
 
@@ -167,7 +167,7 @@ package final class RecordTransaction {
     package var mappedReads = true
     /// Whether the record trees this transaction opens store the leaves they write
     /// uncompressed, their entities flagged for the background pass that compresses them
-    /// (invariant 31) — as a migration's shadow trees do, when the store defers a migration's
+    /// (invariant 29) — as a migration's shadow trees do, when the store defers a migration's
     /// compression: set for a migration closure's commits.
     package var defersLeafCompression = false
     /// Shadow trees of the running migration stage, by entity id.
@@ -181,7 +181,7 @@ package final class RecordTransaction {
     /// How much history may be kept (applied when this transaction journals).
     package var historyLimits = HistoryLimits()
 
-    init(transaction: WriteTransaction, root: StoreRoot, options: RecordTreeOptions) {
+    init(transaction: PageLogTransaction, root: StoreRoot, options: RecordTreeOptions) {
         self.transaction = transaction
         self.root = root
         self.options = options
@@ -193,7 +193,7 @@ package final class RecordTransaction {
         if let tree = trees[entityID] { return tree }
         var treeOptions = options
         if defersLeafCompression && defersShadowCompression, let entity = root.entities[entityID] {
-            // Stored uncompressed, the entity flagged for the background pass (invariant 31).
+            // Stored uncompressed, the entity flagged for the background pass (invariant 29).
             treeOptions.compressLeaves = false
             if !entity.hasUncompressedLeaves {
                 root.entities[entityID]?.hasUncompressedLeaves = true
@@ -306,7 +306,7 @@ package final class RecordTransaction {
                 rootChanged = true
             }
         }
-        // Invariant 19, checked before anything commits: one entry per record.
+        // Invariant 22, checked before anything commits: one entry per record.
         for (id, index) in root.indexes {
             let records = root.entities[id.entityID]?.tree.count ?? 0
             guard index.tree.count == records else {
@@ -315,7 +315,7 @@ package final class RecordTransaction {
             }
         }
         if rootChanged { try transaction.write(StoreRoot.pageID, bytes: root.encoded()) }
-        // A migration marker holds checkpoints from the commit that writes it (invariant 22).
+        // A migration marker holds checkpoints from the commit that writes it (invariant 26).
         transaction.holdCheckpoints(root.migration != nil)
     }
 
@@ -324,7 +324,7 @@ package final class RecordTransaction {
 
     /// Starts a migration: writes its marker, whose rollback point is where the log ended
     /// before this transaction. From this commit on, checkpoints are held until a commit
-    /// clears the marker (Architecture.md, invariant 22).
+    /// clears the marker (Architecture.md, invariant 26).
     @discardableResult
     package func beginMigration(fromCatalogVersion: UInt32, stage: UInt32, targetChecksum: [UInt8]) -> MigrationMarker {
         let start = transaction.startPosition
@@ -373,7 +373,7 @@ package final class RecordTransaction {
     }
 
     /// Whether shadow trees store their leaves uncompressed for the background pass to
-    /// compress (invariant 31): when the option asks for it and the store compresses at all.
+    /// compress (invariant 29): when the option asks for it and the store compresses at all.
     private var defersShadowCompression: Bool {
         options.defersShadowCompression && options.compressLeaves && transaction.compressesPages
     }

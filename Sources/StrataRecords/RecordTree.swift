@@ -24,7 +24,7 @@ package struct RecordTreeOptions: Sendable {
     /// Uncompressed leaves make lookups that miss the node cache cheaper and the store larger.
     package var compressLeaves = true
     /// Whether a migration's shadow trees store their leaves uncompressed, to be compressed
-    /// by a background pass once the store is open (invariant 31; default true). Compression
+    /// by a background pass once the store is open (invariant 29; default true). Compression
     /// is about a quarter of a custom stage's CPU; deferring it shortens the launch that
     /// migrates, and the store is larger until the pass is done.
     package var defersShadowCompression = true

@@ -20,7 +20,7 @@ package final class RecordTreeWriter {
     private final class Interior { @exclusivity(unchecked) var node: InteriorNode; init(_ node: InteriorNode) { self.node = node } }
     private enum Node { case leaf(Leaf), interior(Interior) }
 
-    let transaction: WriteTransaction
+    let transaction: PageLogTransaction
     let entityID: UInt32
     let schemaVersion: UInt32
     let options: RecordTreeOptions
@@ -39,7 +39,7 @@ package final class RecordTreeWriter {
     /// Whether this writer changed the tree.
     @exclusivity(unchecked) package private(set) var changed = false
 
-    package init(transaction: WriteTransaction, root: RecordTreeRoot, entityID: UInt32, schemaVersion: UInt32,
+    package init(transaction: PageLogTransaction, root: RecordTreeRoot, entityID: UInt32, schemaVersion: UInt32,
                  options: RecordTreeOptions = RecordTreeOptions()) {
         self.transaction = transaction
         self.root = root

@@ -1,7 +1,7 @@
 import StrataFormat
 import StrataPageLog
 
-/// A record tree a migration's switch replaced (Architecture.md, invariant 23), whose pages are
+/// A record tree a migration's switch replaced (Architecture.md, invariant 27), whose pages are
 /// freed in bounded batches after the switch — leaves in key order, then the interior nodes —
 /// so no transaction of a migration grows with the store. Kept in the migration marker, so a
 /// crash resumes the freeing where it stopped.

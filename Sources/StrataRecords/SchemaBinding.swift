@@ -1,13 +1,18 @@
+#if canImport(FoundationEssentials)
 import FoundationEssentials
+#else
+import Foundation
+#endif
 import Synchronization
 import StrataFormat
+import StrataIO
 import StrataPageLog
 import StrataSchema
 
 /// Entity ids by record type, so `entityName` (by default the type's name, formatted on every
 /// call) is looked up once per type rather than once per record.
 private final class EntityIDsByType: Sendable {
-    let ids = Mutex<[ObjectIdentifier: UInt32]>([:])
+    let ids = Lock<[ObjectIdentifier: UInt32]>([:])
 }
 
 /// Errors of binding a schema to a store and of typed records.
@@ -48,7 +53,7 @@ package enum SchemaBindingError: Error, Equatable, Sendable, CustomStringConvert
 /// Lightweight schema changes cost nothing here: a record is stored as (attribute id → value),
 /// so a record written under an older version is read through the current version's ids —
 /// a renamed attribute keeps its id, a dropped one is ignored, an added one takes its default.
-/// No page is rewritten when the schema changes (Architecture.md, invariant 18).
+/// No page is rewritten when the schema changes (Architecture.md, invariant 21).
 ///
 /// A class (immutable, shared): callers reach it through a store on every record coded, and
 /// a struct of this many references was copied — retained field by field — on each access.

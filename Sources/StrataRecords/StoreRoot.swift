@@ -5,11 +5,11 @@ import StrataFormat
 /// version 2, where each index tree is.
 ///
 /// ```
-/// store-root := "SROT" version:u16 reserved:u16 catalogPage:u64 entityCount:u32 indexCount:u32
+/// store-root := "SROT" version:u16 flags:u16 catalogPage:u64 entityCount:u32 indexCount:u32   ; flags 0 before version 4
 ///               entity{entityCount}               ; ascending entity id
-///               index{indexCount}                 ; ascending (entity id, attribute id); version 2 only
-///               history?                          ; version 4, or versions 5 and 6 with flag 2
-///               migration?                        ; version 3, or versions 4 to 6 with flag 1
+///               index{indexCount}                 ; ascending (entity id, attribute id); none in version 1
+///               [history]                         ; version 4, or versions 5 and 6 with flag bit 1 (2)
+///               [migration]                       ; version 3, or versions 4 to 6 with flag bit 0 (1)
 /// entity     := entityID:u32 flags:u32 rootPage:u64 count:u64 nextRowID:u64   ; 32 bytes; flags 0 before version 5
 /// index      := entityID:u32 attributeID:u32 rootPage:u64 count:u64 flags:u32 defaultLength:u32
 ///               defaultKey:byte{defaultLength}
@@ -24,7 +24,7 @@ import StrataFormat
 /// `flags`: 1 = a migration marker follows the history root); readers that predate the
 /// journal refuse it instead of committing changes it would not record.
 /// Version 5 is written only while an entity's tree may hold leaves stored uncompressed
-/// (written by a migration, compressed later in the background: invariant 31): the entity's
+/// (written by a migration, compressed later in the background: invariant 29): the entity's
 /// `reserved` field is then `flags` (1 = leaves stored uncompressed), and the root's flags
 /// say which sections follow (1 = a migration marker, 2 = a history root).
 /// Version 6 is version 5's layout, written only while the migration marker's flag says a
@@ -46,7 +46,7 @@ package struct StoreRoot: Equatable, Sendable {
         package var nextRowID: UInt64
         /// Whether the tree may hold leaves stored uncompressed: a migration wrote them so
         /// (`RecordTreeOptions.defersShadowCompression`) and the background pass that
-        /// compresses them has not finished (invariant 31).
+        /// compresses them has not finished (invariant 29).
         package var hasUncompressedLeaves = false
 
         package init(tree: RecordTreeRoot = .empty, nextRowID: UInt64 = 1, hasUncompressedLeaves: Bool = false) {
@@ -70,7 +70,7 @@ package struct StoreRoot: Equatable, Sendable {
     }
 
     /// One index: what it was built for and its tree, holding exactly one entry per record of
-    /// its entity (Architecture.md, invariant 19).
+    /// its entity (Architecture.md, invariant 22).
     package struct Index: Equatable, Sendable {
         /// Whether the attribute is unique (no two records hold one non-null value).
         package var isUnique: Bool
@@ -217,7 +217,7 @@ package struct StoreRoot: Equatable, Sendable {
                     throw FormatError("default key of \(defaultLength) bytes, \(reader.remaining) left", at: at + 28)
                 }
                 let defaultKey = try reader.readBytes(defaultLength, "default key")
-                // Invariant 19: one entry per record.
+                // Invariant 22: one entry per record.
                 let records = root.entities[id.entityID]?.tree.count ?? 0
                 guard (tree.rootPageID == 0) == (tree.count == 0), tree.count == records else {
                     throw FormatError("index (\(id.entityID), \(id.attributeID)) has \(tree.count) entries at root \(tree.rootPageID) for \(records) records", at: at)

@@ -1,7 +1,7 @@
 /// The nodes a tree writer (record or index tree) holds inside one write transaction:
 /// modified ones (`dirty`, written when the writer finishes or once they pass `budget`) and
 /// unmodified ones read back from the log (`clean`, all forgotten once they pass `budget` —
-/// they can be read again). Architecture.md, invariant 16.
+/// they can be read again). Architecture.md, invariant 19.
 ///
 /// `Node` is the writer's node handle (a class, or an enum of classes), so a node changed in
 /// place stays the one kept here.

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
 import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// The stored form of codable attributes: JSON with sorted keys, so equal values give equal
 /// bytes (unique constraints and equality compare bytes). Non-finite doubles inside the value

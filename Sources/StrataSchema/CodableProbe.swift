@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
 import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// How a codable attribute's Swift type decodes itself, as entity discovery found out by
 /// running its `init(from:)` against a recording decoder: whether a plain stored value (an

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
 import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// Order-preserving byte keys of values, for indexes (Docs/FileFormat.md, "Index keys").
 ///

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
 import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// Finds the attribute a key path of a record type names — the customizations keyed by key
 /// path (`PersistentRecord.attributeOptionsByKeyPath`, …) are checked by the compiler, and

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
 import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// Makes a throwaway value of any `Decodable` type, so entity discovery can run a record's
 /// initializer to its end. The value is never stored.

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
 import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// What compiling a predicate needs to know about one attribute of the entity.
 package struct ConditionAttribute: Sendable {

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
 import FoundationEssentials
+#else
+import Foundation
+#endif
 import StrataFormat
 
 /// A condition on a record's stored bytes, compiled from a fetch's `#Predicate` (see

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
 import FoundationEssentials
+#else
+import Foundation
+#endif
 import StrataFormat
 
 /// Builds a typed record from its attribute values: `[attribute name: Value]`.

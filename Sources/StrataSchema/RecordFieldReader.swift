@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
 import FoundationEssentials
+#else
+import Foundation
+#endif
 import StrataFormat
 
 /// Reads the fields of one ``RecordCodec`` record straight from its buffer: the hot path of

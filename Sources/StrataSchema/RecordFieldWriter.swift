@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
 import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// Writes the fields of one ``RecordCodec`` record into a byte array: the hot path of
 /// `RecordCodec.encode`. It writes exactly the bytes `ByteWriter` with the varint helpers of

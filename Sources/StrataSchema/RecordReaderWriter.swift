@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
 import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// Writes a record's attributes straight into its stored form: what a record type's
 /// ``PersistentRecord/encode(to:)-(RecordWriter)`` uses when it codes itself by hand — the

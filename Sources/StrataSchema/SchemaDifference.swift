@@ -43,7 +43,7 @@ package struct SchemaDifference: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// Whether the change can be applied without touching a record (Docs/Architecture.md,
-    /// invariant 18): records stay readable through the newer version's ids. Not lightweight:
+    /// invariant 21): records stay readable through the newer version's ids. Not lightweight:
     /// a type change (old values would not be read as the new type), a new required attribute
     /// without a default, an attribute becoming required without a default (old records may
     /// lack a value), a new unique constraint (existing records may violate it), a changed

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
 import FoundationEssentials
+#else
+import Foundation
+#endif
 import StrataFormat
 
 /// The one-byte tags of stored values. On-disk numbers: never reused, never renumbered.

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
 import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// Converts between Swift property values and ``Value``s: the one place that decides which
 /// Swift types are scalars (stored natively) and which are codable (stored as JSON). Used by

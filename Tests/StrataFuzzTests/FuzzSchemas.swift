@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
 import FoundationEssentials
+#else
+import Foundation
+#endif
 import Strata
 
 // A chain of five schema versions of one entity, `Item`, that the operation fuzzer and the

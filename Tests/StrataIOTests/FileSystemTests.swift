@@ -141,7 +141,7 @@ import StrataTestSupport
     }
 }
 
-/// What page log followers rely on (Architecture.md invariant 25), on both file systems: a
+/// What page log followers rely on (Architecture.md invariant 32), on both file systems: a
 /// handle opened for reading refuses writes; `status()` reports the size another handle grows
 /// or cuts, and that the file was removed or replaced; a handle of a removed file still reads
 /// its bytes (POSIX).

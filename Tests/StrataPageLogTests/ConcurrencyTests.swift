@@ -13,7 +13,7 @@ import StrataTestSupport
         defer { removeDirectory(directory) }
         let log = try PageLog.open(directory: directory)
         let threads = 4, commits = 50
-        let failures = Mutex<[String]>([])
+        let failures = Lock<[String]>([])
         DispatchQueue.concurrentPerform(iterations: threads) { thread in
             for index in 0..<commits {
                 do {
@@ -45,7 +45,7 @@ import StrataTestSupport
         let pages: [UInt64] = [1, 2, 3, 4]
         try log.write { txn in for id in pages { try txn.write(id, bytes: [0]) } }
         let done = Atomic<Bool>(false)
-        let problems = Mutex<[String]>([])
+        let problems = Lock<[String]>([])
         DispatchQueue.concurrentPerform(iterations: 3) { worker in
             if worker == 0 {
                 for generation in 1...200 {

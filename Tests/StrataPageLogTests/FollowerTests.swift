@@ -6,7 +6,7 @@ import StrataIO
 import StrataPageLog
 import StrataTestSupport
 
-/// Followers (Architecture.md invariant 25, "Reader processes"): a page log opened read-only
+/// Followers (Architecture.md invariant 32, "Reader processes"): a page log opened read-only
 /// next to the instance writing the same folder — in one process here; the store-level tests
 /// use a second process — sees exactly the committed state as of its last refresh.
 @Suite struct FollowerTests {
@@ -409,7 +409,7 @@ import StrataTestSupport
         try writer.write { txn in for id in pages { try txn.write(id, bytes: [0]) } }
         let follower = try Self.follow(POSIXFileSystem(), directory, options: options)
         let done = Atomic<Bool>(false)
-        let problems = Mutex<[String]>([])
+        let problems = Lock<[String]>([])
         let generations = 400
         DispatchQueue.concurrentPerform(iterations: 2) { worker in
             if worker == 0 {

@@ -4,7 +4,7 @@ import StrataIO
 import StrataPageLog
 import StrataTestSupport
 
-/// The frame pipeline (Architecture.md, invariant 24) changes no byte: the same operations
+/// The frame pipeline (Architecture.md, invariant 17) changes no byte: the same operations
 /// write the same files with it on and off — also when an I/O error or a power cut strikes
 /// at any point — and transactions see their own pages while those are still in flight.
 @Suite struct FramePipelineTests {

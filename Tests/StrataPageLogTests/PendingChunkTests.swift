@@ -6,7 +6,7 @@ import StrataIO
 @testable import StrataPageLog
 import StrataTestSupport
 
-/// Invariant 28: a writer's open leaves the page table chunks pending, loads each at its
+/// Invariant 16: a writer's open leaves the page table chunks pending, loads each at its
 /// first lookup, materializes it before changing it, and lists its free ids only then.
 @Suite struct PendingChunkTests {
     /// A store of pages 16..<`count + 16` (page `id` holds `payload(id, 0)`), checkpointed
@@ -149,7 +149,7 @@ import StrataTestSupport
         let log = try Self.open(fs)
         defer { try? log.close() }
         let snapshot = try log.snapshot()
-        let wrong = Mutex(0)
+        let wrong = Lock(0)
         DispatchQueue.concurrentPerform(iterations: 4) { thread in
             var mismatches = 0
             // Each thread walks the ids in its own order, so first lookups of a chunk collide.

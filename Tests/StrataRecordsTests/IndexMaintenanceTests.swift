@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
 import FoundationEssentials
+#else
+import Foundation
+#endif
 import Testing
 import StrataIO
 import StrataPageLog
@@ -7,7 +11,7 @@ import StrataSchema
 import StrataTestSupport
 
 /// Indexes kept by the record layer: every write through `RecordTransaction` keeps them exact
-/// (invariant 19), unique attributes are enforced, binding builds and drops indexes.
+/// (invariant 22), unique attributes are enforced, binding builds and drops indexes.
 @Suite struct IndexMaintenanceTests {
     /// `Account`: `email` unique and optional, `score` indexed with default 7, `name` plain.
     static func schema(version: Int = 1, scoreIndexed: Bool = true, emailUnique: Bool = true, scoreDefault: Int64 = 7,
@@ -188,7 +192,7 @@ import StrataTestSupport
     }
 
     /// Power loss at every sync point of an indexed workload: after recovery every index holds
-    /// exactly its records' values (invariant 19), whichever commit survived.
+    /// exactly its records' values (invariant 22), whichever commit survived.
     @Test func crashAtEverySyncPointKeepsIndexesExact() throws {
         let seed = SeededRandom.seed(default: 0xC4A5)
         print("IndexMaintenanceTests.crashAtEverySyncPointKeepsIndexesExact seed \(seed)")

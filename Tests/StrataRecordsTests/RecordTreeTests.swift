@@ -18,7 +18,7 @@ import StrataTestSupport
 
     static let rootPage: UInt64 = 1
 
-    static func saveRoot(_ root: RecordTreeRoot, in transaction: WriteTransaction) throws {
+    static func saveRoot(_ root: RecordTreeRoot, in transaction: PageLogTransaction) throws {
         var bytes: [UInt8] = []
         withUnsafeBytes(of: root.rootPageID.littleEndian) { bytes.append(contentsOf: $0) }
         withUnsafeBytes(of: root.count.littleEndian) { bytes.append(contentsOf: $0) }

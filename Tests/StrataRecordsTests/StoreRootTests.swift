@@ -74,7 +74,7 @@ import StrataSchema
     }
 
     /// Version 5: written while an entity's tree may hold leaves a migration stored
-    /// uncompressed (invariant 31), with every optional section; back to the older versions
+    /// uncompressed (invariant 29), with every optional section; back to the older versions
     /// once no entity is flagged.
     @Test func version5CarriesEntityFlagsAndItsSectionsFlags() throws {
         var root = Self.exampleRoot()

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
 import FoundationEssentials
+#else
+import Foundation
+#endif
 import Synchronization
 #if canImport(Glibc)
 import Glibc
@@ -19,7 +23,7 @@ enum DeferredSplitPlan: SchemaMigrationPlan {
     }
 }
 
-/// Deferred compression (Architecture.md, invariant 31): a custom stage stores the leaves it
+/// Deferred compression (Architecture.md, invariant 29): a custom stage stores the leaves it
 /// writes uncompressed and flags their entity; a pass compresses them afterwards and clears the
 /// flag — in the background, or in `compact()`.
 @Suite struct DeferredCompressionTests {

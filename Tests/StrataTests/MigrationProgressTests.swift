@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
 import FoundationEssentials
+#else
+import Foundation
+#endif
 import Synchronization
 import Testing
 import StrataIO
@@ -13,7 +17,7 @@ import StrataTestSupport
         let folder = try temporaryDirectory()
         defer { removeDirectory(folder) }
         try MigrationTests.createV1(at: folder, count: 1_000)
-        let events = Mutex<[MigrationProgress]>([])
+        let events = Lock<[MigrationProgress]>([])
         var configuration = Store.Configuration()
         configuration.migrationProgress = { progress in events.withLock { $0.append(progress) } }
         let store = try Store(at: folder, schema: PeopleSplitNames.self, migrationPlan: SplitPlan.self, configuration: configuration)
@@ -75,7 +79,7 @@ import StrataTestSupport
         defer { removeDirectory(folder) }
         try MigrationTests.createV1(at: folder, count: 1_000)
         struct Seen { var store: Store?; var counts: [Int] = []; var firsts: [PeopleV1.Person?] = []; var writeRefused = false }
-        let seen = Mutex(Seen())
+        let seen = Lock(Seen())
         var configuration = Store.Configuration()
         configuration.migrationOldVersion = { store in seen.withLock { $0.store = store } }
         configuration.migrationProgress = { progress in

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
 import FoundationEssentials
+#else
+import Foundation
+#endif
 import Synchronization
 #if canImport(Glibc)
 import Glibc
@@ -117,7 +121,7 @@ struct PlanProbe {
     var skipDeduplication = false
 }
 
-private let planProbes = Mutex<[UInt: PlanProbe]>([:])
+private let planProbes = Lock<[UInt: PlanProbe]>([:])
 
 private func withPlanProbe<T>(_ body: (inout PlanProbe) -> T) -> T {
     #if canImport(Glibc)

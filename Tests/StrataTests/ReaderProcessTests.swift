@@ -1,5 +1,9 @@
 import Dispatch
+#if canImport(FoundationEssentials)
 import FoundationEssentials
+#else
+import Foundation
+#endif
 import Synchronization
 import Testing
 import StrataIO
@@ -32,7 +36,7 @@ enum ReaderSplitPlan: SchemaMigrationPlan {
 
 /// A child test run (`runChildTest`) on a thread of its own, so the parent can act meanwhile.
 final class ChildRun: Sendable {
-    private let status = Mutex<Int32>(-1)
+    private let status = Lock<Int32>(-1)
     private let finished = DispatchSemaphore(value: 0)
 
     init(_ filter: String, environment: [String: String]) {
@@ -50,7 +54,7 @@ final class ChildRun: Sendable {
     }
 }
 
-/// Reader processes (Architecture.md, "Reader processes", invariant 25): a read-only store
+/// Reader processes (Architecture.md, "Reader processes", invariant 32): a read-only store
 /// opens while another instance or process writes the store, reads consistent snapshots, and
 /// sees the writer's commits — refreshed at the start of each read.
 @Suite(.serialized) struct ReaderProcessTests {
@@ -173,7 +177,7 @@ final class ChildRun: Sendable {
         let reader = try Store(at: folder, schema: PeopleV1.self, configuration: Self.readOnly())
         #expect(try Self.count(reader) == 1_000)
         struct Seen { var counts: [Int] = []; var firsts: [PeopleV1.Person?] = []; var openedMidway: String? }
-        let seen = Mutex(Seen())
+        let seen = Lock(Seen())
         var configuration = Store.Configuration()
         configuration.migrationProgress = { progress in
             guard progress.recordsDone > 0, !progress.isStageFinished else { return }

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
 import FoundationEssentials
+#else
+import Foundation
+#endif
 import Synchronization
 #if canImport(Glibc)
 import Glibc
@@ -46,7 +50,7 @@ struct StreamProbe {
     var enumerateDiffers = false
 }
 
-private let streamProbes = Mutex<[UInt: StreamProbe]>([:])
+private let streamProbes = Lock<[UInt: StreamProbe]>([:])
 
 func withStreamProbe<T>(_ body: (inout StreamProbe) -> T) -> T {
     #if canImport(Glibc)

@@ -268,7 +268,7 @@ enum MigrationWorkloads {
         let peak = PeakMemory.currentProcessBytes()  // the migration's, before the checks below read every record
         let bytesAfterMigration = FolderSize.bytes(at: path)
         // The work left for after the launch (not in the ratio): the background pass compressing
-        // the new records (Architecture.md, invariant 31) — `compact()` finishes it at once —
+        // the new records (Architecture.md, invariant 29) — `compact()` finishes it at once —
         // and compaction reclaiming the old version's pages.
         let deferred = Stopwatch()
         try store.compact()

@@ -5,7 +5,7 @@ import StrataIO
 /// to readers, all together, when the body returns; never before.
 ///
 /// Not thread-safe: use it only inside the body, on the thread running it.
-package final class WriteTransaction {
+package final class PageLogTransaction {
     unowned let log: PageLog
     let writer: LogWriter
     /// This transaction's LSN: every frame it writes carries it.
@@ -42,7 +42,7 @@ package final class WriteTransaction {
     /// Makes every page write of this transaction go through the frame pipeline (when it is
     /// used), not only those past `framePipelineThreshold`: for a transaction that will write
     /// many pages (a migration's batch), whose first ones would otherwise be compressed on the
-    /// caller's thread. The same bytes either way (invariant 24); pages written before the
+    /// caller's thread. The same bytes either way (invariant 17); pages written before the
     /// call were written as usual.
     package func pipelinesEveryPage() {
         pipelineThreshold = 0
@@ -80,7 +80,7 @@ package final class WriteTransaction {
     ///     for partial reads (`FrameCodec.append`). Nil for pages read whole.
     /// - Throws: `PageLogError.invalidPageID` for an id never allocated, `.pageTooLarge`,
     ///   or an I/O error (which poisons the store). With the frame pipeline on, an I/O error
-    ///   placing an earlier page's frame is thrown by this call instead (invariant 24).
+    ///   placing an earlier page's frame is thrown by this call instead (invariant 17).
     package func write(_ pageID: UInt64, entityID: UInt32 = 0, schemaVersion: UInt32 = 0, bytes: UnsafeRawBufferPointer,
                        compress: Bool? = nil, directoryLength: Int? = nil) throws {
         try writePage(pageID, entityID: entityID, schemaVersion: schemaVersion, bytes: bytes, owned: nil, compress: compress,
@@ -123,7 +123,7 @@ package final class WriteTransaction {
         frameCount += 1
     }
 
-    // MARK: Frame pipeline (invariant 24)
+    // MARK: Frame pipeline (invariant 17)
 
     /// Hands a page write to the pipeline: first places the frames already built, then waits
     /// for the oldest ones while the bytes in flight would pass the bound.
@@ -324,7 +324,7 @@ package final class WriteTransaction {
             writer.freePageIDs.insert(contentsOf: reusedPageIDs)
             return nil
         }
-        // The chunks this commit changes are materialized first (invariant 28): one that
+        // The chunks this commit changes are materialized first (invariant 16): one that
         // cannot be read fails the transaction here, before its commit frame.
         let sortedChanges = changes.sorted(by: { $0.key < $1.key })
         var lastChunk = -1
