@@ -340,10 +340,18 @@ final class GraphTransaction {
             switch overlay[key] {
             case .deleted?: continue
             case .bytes?, .fields?: return key
-            case nil: if try storedFields(key) != nil { return key }
+            case nil: if try isStored(key) { return key }
             }
         }
         return nil
+    }
+
+    /// Whether the record is stored (as before this commit), told without reading its values
+    /// unless they were read already: locating a record to update or delete it does not
+    /// read, let alone decode, a large value it holds.
+    private func isStored(_ key: Key) throws -> Bool {
+        if let cached = storedCache[key] { return cached != nil }
+        return try store.translating { try tree(key.entityID).contains(key.id) }
     }
 
     /// The record's current values, loaded into the overlay as fields so they can change.

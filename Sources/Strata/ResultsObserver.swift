@@ -12,7 +12,7 @@ import StrataRecords
 /// ```swift
 /// for try await results in store.observeResults(FetchDescriptor<Person>(sortBy: [RecordSort(\.fullName)])) {
 ///     rows = results.records
-///     apply(results.changes)  // deleted (old indices), inserted and updated (new indices), moved
+///     apply(results.changes)  // see ResultsChanges: what each array means, in which list, in what order
 /// }
 /// ```
 ///
@@ -87,18 +87,49 @@ public struct LiveResults<Record: PersistentRecord> {
 
 extension LiveResults: Sendable where Record: Sendable {}
 
-/// How a list of results changed, in the terms of a batch update: remove `deleted` (indices
-/// in the old list), insert `inserted` (indices in the new list), reload `updated` (indices in
-/// the new list); `moved` lists records present in both whose own change moved them among the
-/// others (old index, new index), also listed in `updated`.
+/// How a list of results changed: what turns the previous list into the new one.
+///
+/// Index spaces: `deleted` and each move's `from` are indices in the **previous** list;
+/// `inserted`, `updated` and each move's `to` are indices in the **new** list. Each array is
+/// sorted ascending (`moved` by `to`).
+///
+/// - `deleted`: the records in the previous list that are not in the new one.
+/// - `inserted`: the records in the new list that were not in the previous one.
+/// - `moved`: the records in both lists that changed place. The records in both lists that
+///   are not moved — the ones that stay — are in the same order in both: the previous list
+///   without its deleted and moved records equals the new list without its inserted and moved
+///   records. A record is moved whether or not its own values changed (of two records that
+///   swap places, one is moved), and no move is listed that the others do not make necessary:
+///   keeping any one moved record in place would break that order. When the history journal
+///   tells which records changed, unchanged ones are never moved (they cannot change order
+///   among themselves); when nothing tells (the journal is off, no longer reaches back, or a
+///   migration ran), moves are computed from the two lists alone: as few as keep the others
+///   in order.
+/// - `updated`: the records in both lists whose values changed, moved or not; when nothing
+///   tells which changed, every record in both lists.
+///
+/// Applied in this order, they turn the previous list into the new one:
+/// 1. remove the records at `deleted` and at each move's `from` from the previous list (all at
+///    once, or one by one from the highest index down);
+/// 2. insert, in ascending order of their new index, the new list's records at `inserted`
+///    and each moved record at its move's `to`;
+/// 3. replace the records at `updated` with the new list's values.
+///
+/// These are the index spaces of a list view's batch update: deletions and move sources in the
+/// old list, insertions and move destinations in the new one.
 public struct ResultsChanges: Sendable, Equatable {
     /// Indices in the previous results of the records no longer in the results.
     public let deleted: [Int]
     /// Indices in the new results of records that were not in the previous results.
     public let inserted: [Int]
-    /// Indices in the new results of records in both whose values changed.
+    /// Indices in the new results of records in both whose values changed, whether they moved
+    /// or not (every record in both when nothing tells which changed).
     public let updated: [Int]
-    /// Records in both results that changed place: (index in the previous, index in the new).
+    /// The records in both results that changed place, as (index in the previous results,
+    /// index in the new), sorted by the new index: removing them and the deleted records from
+    /// the previous results leaves the records that stay, in their order in the new results;
+    /// inserting them and the inserted records at their new indices, lowest first, gives the
+    /// new results. See ``ResultsChanges`` for the whole definition.
     public let moved: [Move]
 
     /// A record that changed place.
@@ -237,7 +268,7 @@ extension Store {
 
     /// The change set from `old` to `new`, records matched by id: those in both are updated
     /// when `affected` names them (every one when `affected` is nil: nothing tells which
-    /// changed), and moved when the number of unchanged records in both before them differs.
+    /// changed); which of them moved, ``moves(_:)`` decides, the others staying in place.
     static func changes<Record>(from old: [Identified<Record>], to new: [Identified<Record>], affected: Set<UInt64>?) -> ResultsChanges {
         var oldIndex: [UInt64: Int] = [:]
         oldIndex.reserveCapacity(old.count)
@@ -246,22 +277,23 @@ extension Store {
         newIDs.reserveCapacity(new.count)
         for item in new { newIDs.insert(item.id.rawValue) }
         func isStable(_ id: UInt64) -> Bool { affected.map { !$0.contains(id) } ?? false }
+        // A changed record's rank: how many stable records (in both, unchanged) precede it.
         var oldRank: [UInt64: Int] = [:]
         var stable = 0
         for item in old where newIDs.contains(item.id.rawValue) {
             if isStable(item.id.rawValue) { stable += 1 } else { oldRank[item.id.rawValue] = stable }
         }
-        var inserted: [Int] = [], updated: [Int] = [], moved: [ResultsChanges.Move] = []
+        var inserted: [Int] = [], updated: [Int] = [], candidates: [MoveCandidate] = []
         stable = 0
         for (index, item) in new.enumerated() {
             let id = item.id.rawValue
             guard let from = oldIndex[id] else { inserted.append(index); continue }
             if isStable(id) { stable += 1; continue }
             updated.append(index)
-            if affected != nil, oldRank[id] != stable { moved.append(ResultsChanges.Move(from: from, to: index)) }
+            candidates.append(MoveCandidate(from: from, to: index, rankBefore: oldRank[id] ?? -1, rankAfter: stable))
         }
         let deleted = old.indices.filter { !newIDs.contains(old[$0].id.rawValue) }
-        return ResultsChanges(deleted: deleted, inserted: inserted, updated: updated, moved: moved)
+        return ResultsChanges(deleted: deleted, inserted: inserted, updated: updated, moved: moves(candidates))
     }
 
     /// Where each record `changed` names is in `items`: its index, and its rank — how many
@@ -275,19 +307,53 @@ extension Store {
     }
 
     /// The change set of a patch, from the changed records' places before and after: every
-    /// other record is in both lists in the same order, so a changed record in both moved when
-    /// its rank differs (the same result as ``changes(from:to:affected:)``, without hashing
-    /// every record).
+    /// other record is in both lists in the same order (the same result as
+    /// ``changes(from:to:affected:)``, without hashing every record).
     static func patchChanges(before: [UInt64: (index: Int, rank: Int)], after: [UInt64: (index: Int, rank: Int)]) -> ResultsChanges {
-        var deleted: [Int] = [], inserted: [Int] = [], updated: [Int] = [], moved: [ResultsChanges.Move] = []
+        var deleted: [Int] = [], inserted: [Int] = [], updated: [Int] = [], candidates: [MoveCandidate] = []
         for (id, place) in before where after[id] == nil { deleted.append(place.index) }
         for (id, place) in after {
             guard let previous = before[id] else { inserted.append(place.index); continue }
             updated.append(place.index)
-            if previous.rank != place.rank { moved.append(ResultsChanges.Move(from: previous.index, to: place.index)) }
+            candidates.append(MoveCandidate(from: previous.index, to: place.index, rankBefore: previous.rank, rankAfter: place.rank))
         }
-        return ResultsChanges(deleted: deleted.sorted(), inserted: inserted.sorted(), updated: updated.sorted(),
-                              moved: moved.sorted { $0.to < $1.to })
+        candidates.sort { $0.to < $1.to }
+        return ResultsChanges(deleted: deleted.sorted(), inserted: inserted.sorted(), updated: updated.sorted(), moved: moves(candidates))
+    }
+
+    /// A record in both lists that may have changed place: its indices, and its ranks — how
+    /// many records that stay in place regardless (unchanged ones) precede it — in each list.
+    struct MoveCandidate {
+        let from: Int, to: Int
+        let rankBefore: Int, rankAfter: Int
+    }
+
+    /// Which of `candidates` (sorted by `to`) move: all but the largest set that can stay in
+    /// place — in the same order in both lists, among themselves and among the records that
+    /// stay regardless. A candidate whose rank changed crossed one of those and moves; of the
+    /// others, a longest run whose `from` increases in the order of `to` stays (candidates of
+    /// different ranks are then in order already: ranks follow both orders). Sorted by `to`.
+    static func moves(_ candidates: [MoveCandidate]) -> [ResultsChanges.Move] {
+        // Longest increasing subsequence of `from` (patience sorting): `tails[k]` is the
+        // position in `candidates` of the smallest `from` ending an increasing run of k + 1,
+        // `previous` links each position to the one before it in its run.
+        var tails: [Int] = [], previous = [Int](repeating: -1, count: candidates.count)
+        for (position, candidate) in candidates.enumerated() where candidate.rankBefore == candidate.rankAfter {
+            var low = 0, high = tails.count
+            while low < high {
+                let middle = (low + high) / 2
+                if candidates[tails[middle]].from < candidate.from { low = middle + 1 } else { high = middle }
+            }
+            if low > 0 { previous[position] = tails[low - 1] }
+            if low == tails.count { tails.append(position) } else { tails[low] = position }
+        }
+        var staying = [Bool](repeating: false, count: candidates.count)
+        var position = tails.last ?? -1
+        while position >= 0 {
+            staying[position] = true
+            position = previous[position]
+        }
+        return candidates.indices.filter { !staying[$0] }.map { ResultsChanges.Move(from: candidates[$0].from, to: candidates[$0].to) }
     }
 }
 

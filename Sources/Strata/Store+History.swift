@@ -143,7 +143,9 @@ extension Store {
 
     /// Deletes the journaled transactions before `token` (they are gone at once for readers;
     /// their pages are freed in batches). Afterwards ``oldestHistoryToken()`` is at least
-    /// `token` − 1.
+    /// `token` − 1. Registered consumers do not hold it back: a consumer that had not
+    /// processed every deleted transaction keeps its cursor, and reading history after it
+    /// throws `StrataError.historyTruncated`.
     /// - Throws: `.readOnly`; storage errors.
     public func deleteHistory(before token: HistoryToken) throws {
         try checkWritable()

@@ -186,9 +186,11 @@ extension Store.WriteTransaction {
 
     /// Inserts `record` into `target`'s tree under a new id, which it returns.
     fileprivate func insert<Record: PersistentRecord>(_ record: Record, into target: BulkInsertTarget) throws -> UInt64 {
-        // The session's own bytes, valid until its next record: the tree copies them.
-        let bytes: UnsafeRawBufferPointer
-        do { bytes = try store.binding.encodeInPlace(record, with: target.encoder) } catch {
+        // The session's own bytes, valid until its next record: the tree copies them. A record
+        // holding a large data value comes in pieces instead, the value's straight from the
+        // caller's `Data`: it is never copied whole.
+        let bytes: UnsafeRawBufferPointer?
+        do { bytes = try store.binding.encodeInPlaceUnlessSpliced(record, with: target.encoder) } catch {
             throw StrataError.recordCoding(reason: "\(error)")
         }
         if target.reserved.isEmpty {
@@ -199,7 +201,9 @@ extension Store.WriteTransaction {
         let id = target.reserved.lowerBound
         target.reserved = (id + 1)..<target.reserved.upperBound
         target.highestUsed = max(target.highestUsed, id)
-        try store.translating { try target.tree.insert(id, raw: bytes) }
+        try store.translating {
+            if let bytes { try target.tree.insert(id, raw: bytes) } else { try target.encoder.withPieces { try target.tree.insert(id, pieces: $0) } }
+        }
         return id
     }
 

@@ -176,6 +176,25 @@ extension Snapshot {
         return true
     }
 
+    /// Calls `body` with the page's raw payload, verified as `read` verifies it (the whole
+    /// frame's checksums, page id, LSN) and decompressed into a temporary buffer — valid during
+    /// the call; false when the snapshot has no such page. Nothing is kept: for pages read once
+    /// and copied elsewhere (an overflowed record's chunks, assembled into one buffer), so no
+    /// array is made per page. `mapped` false reads the frame with `pread`, so its file pages do
+    /// not stay mapped into the process (a large record read once).
+    /// - Throws: `PageLogError.corruption` when the frame fails verification; I/O errors.
+    package func withPayload(_ pageID: UInt64, mapped: Bool = true, _ body: (UnsafeRawBufferPointer) throws -> Void) throws -> Bool {
+        try withVerifiedFrame(pageID, mapped: mapped) { header, stored, path, offset in
+            guard header.codec != .none else { return try body(stored) }
+            try withUnsafeTemporaryAllocation(byteCount: Int(header.rawLength), alignment: 8) { buffer in
+                do { try FrameCodec.decompress(header, stored: stored, into: buffer) } catch let error as FormatError {
+                    throw PageLogError.corrupt(path, offset, error)
+                }
+                try body(UnsafeRawBufferPointer(buffer))
+            }
+        }
+    }
+
     /// Calls `body` with the page as a `PartialPage` — frame read in place (from the memory map
     /// on the real file system), verified, decompressed on demand into a temporary buffer;
     /// false when the snapshot has no such page. (Not generic: no type metadata per call.)

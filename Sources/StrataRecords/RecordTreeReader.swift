@@ -46,7 +46,7 @@ package struct RecordTreeReader: Sendable {
         case .absent: return false
         case .found: return true
         case .overflow(let reference, let pageID):
-            try resolveOverflow(reference, pageID: pageID).withUnsafeBytes(body)
+            try reference.withUnsafeBytes { try withOverflowed($0, pageID: pageID, body) }
             return true
         }
     }
@@ -152,11 +152,21 @@ package struct RecordTreeReader: Sendable {
         UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: InteriorNode.headerSize + index * InteriorNode.entrySize + 8, as: UInt64.self))
     }
 
-    private func resolveOverflow(_ stored: [UInt8], pageID: UInt64) throws -> [UInt8] {
-        let reference = try stored.withUnsafeBytes { try overflowReference($0, pageID: pageID) }
-        return try OverflowReader.assemble(reference) { chunk in
+    /// Calls `body` with the overflowed record whose reference is `stored` (in leaf
+    /// `pageID`), assembled, with `SharedRecordBytes.current` bound to it: the large data
+    /// values a decoder makes from it share its memory instead of copying it.
+    ///
+    /// Each chunk is read with `pread` and copied (or decompressed) into the record's buffer in
+    /// place: its file pages do not stay mapped into the process and no array is made per
+    /// chunk — a large value read back costs about its own size, not three times it.
+    private func withOverflowed<T>(_ stored: UnsafeRawBufferPointer, pageID: UInt64, _ body: (UnsafeRawBufferPointer) throws -> T) throws -> T {
+        let reference = try overflowReference(stored, pageID: pageID)
+        let record = try OverflowReader.assembleShared(reference) { chunk, append in
             cache.overflowReads.chunksRead.add(1, ordering: .relaxed)
-            return try snapshot.read(chunk)?.bytes
+            return try snapshot.withPayload(chunk, mapped: false, append)
+        }
+        return try withExtendedLifetime(record) {
+            try SharedRecordBytes.$current.withValue(record) { try body(record.bytes) }
         }
     }
 
@@ -252,8 +262,9 @@ package struct RecordTreeReader: Sendable {
                             index += 1
                             continue
                         }
-                        let whole = try resolveOverflow(Array(view.bytes(index)), pageID: top.pageID)
-                        if try !whole.withUnsafeBytes({ try body(RecordRun(id: view.id(index), bytes: $0)) }) { return false }
+                        if try !withOverflowed(view.bytes(index), pageID: top.pageID, { try body(RecordRun(id: view.id(index), bytes: $0)) }) {
+                            return false
+                        }
                         index += 1
                         continue
                     }
@@ -291,8 +302,7 @@ package struct RecordTreeReader: Sendable {
                 var index = found ? position : position - 1
                 while index >= 0 {
                     if view.isOverflow(index) {
-                        let whole = try resolveOverflow(Array(view.bytes(index)), pageID: top.pageID)
-                        if try !whole.withUnsafeBytes({ try body(view.id(index), $0) }) { return false }
+                        if try !withOverflowed(view.bytes(index), pageID: top.pageID, { try body(view.id(index), $0) }) { return false }
                     } else if try !body(view.id(index), view.bytes(index)) {
                         return false
                     }

@@ -72,6 +72,14 @@ package final class RecordTreeWriter {
         return !stored.withUnsafeBytes { old in bytes.withUnsafeBytes { old.elementsEqual($0) } }
     }
 
+    /// Whether record `id` exists: its leaf is read, not its bytes (an overflowed record's
+    /// chunks are not touched).
+    package func contains(_ id: UInt64) throws -> Bool {
+        guard root.rootPageID != 0 else { return false }
+        let (_, _, leaf, _) = try findLeaf(id)
+        return leaf.node.search(id).found
+    }
+
     /// Inserts a new record. Throws `RecordTreeError.duplicateID` when the id exists.
     package func insert(_ id: UInt64, bytes: [UInt8]) throws {
         try put(id, bytes: bytes, mustExist: false, mustNotExist: true)
@@ -228,17 +236,24 @@ package final class RecordTreeWriter {
     }
 
     /// Inserts a new record from bytes the caller keeps (an encoding session's): as
-    /// `insert(_:bytes:)`, with no array in between when the tree keeps no index and the
-    /// record fits in a leaf (a journal needs only the id of an insert).
+    /// `insert(_:bytes:)`, with no array in between when the tree keeps no index (a journal
+    /// needs only the id of an insert) — a record too large for a leaf goes to overflow pages
+    /// straight from `bytes`, so a large value is not copied again on its way to the log.
     package func insert(_ id: UInt64, raw bytes: UnsafeRawBufferPointer) throws {
-        guard indexes == nil, bytes.count <= options.maximumInlineRecord else {
+        guard indexes == nil else {
             try insert(id, bytes: Array(bytes.assumingMemoryBound(to: UInt8.self)))
             return
         }
         // As `put` tells the journal of an insert: before the tree changes; a duplicate id
         // throws below, and the transaction with it.
         try journal?.recordInsert(entityID: entityID, id: id)
-        _ = try place(id, stored: bytes, overflow: false, mustExist: false, mustNotExist: true)
+        guard bytes.count > options.maximumInlineRecord else {
+            _ = try place(id, stored: bytes, overflow: false, mustExist: false, mustNotExist: true)
+            return
+        }
+        _ = try overflowReference(writing: [bytes], count: bytes.count).withUnsafeBytes {
+            try place(id, stored: $0, overflow: true, mustExist: false, mustNotExist: true)
+        }
     }
 
     /// Inserts new records from bytes the caller keeps back to back (a migration's transformed
@@ -336,12 +351,11 @@ package final class RecordTreeWriter {
     }
 
     /// Puts the stored form of a record (its bytes, or an overflow reference) into its leaf;
-    /// indexes and journal were told already.
-    /// Puts a record's stored form into its leaf. `summarizing`: a journal that summarizes,
-    /// told here whether the record is inserted or its bytes change (`stored` must then be the
-    /// record's bytes, not an overflow reference).
-    private func place(_ id: UInt64, stored: UnsafeRawBufferPointer, overflow: Bool, mustExist: Bool, mustNotExist: Bool,
-                       summarizing journal: HistoryRecorder? = nil) throws -> Bool {
+    /// indexes and journal were told already — except `summarizing`, a journal that
+    /// summarizes, told here whether the record is inserted or its bytes change (`stored` must
+    /// then be the record's bytes, not an overflow reference).
+    func place(_ id: UInt64, stored: UnsafeRawBufferPointer, overflow: Bool, mustExist: Bool, mustNotExist: Bool,
+               summarizing journal: HistoryRecorder? = nil) throws -> Bool {
         if root.rootPageID == 0 {
             if mustExist { try freeStored(stored, overflow); return false }
             let pageID = try transaction.allocatePageID()
@@ -409,18 +423,7 @@ package final class RecordTreeWriter {
     /// Records larger than `maximumInlineRecord` go to overflow pages; the leaf keeps a reference.
     private func storedForm(_ bytes: [UInt8]) throws -> (bytes: [UInt8], overflow: Bool) {
         guard bytes.count > options.maximumInlineRecord else { return (bytes, false) }
-        var chunks: [UInt64] = []
-        var start = 0
-        while start < bytes.count {
-            let end = min(bytes.count, start + options.overflowChunkSize)
-            let pageID = try transaction.allocatePageID()
-            try bytes[start..<end].withUnsafeBytes {
-                try transaction.write(pageID, entityID: entityID, schemaVersion: schemaVersion, bytes: $0)
-            }
-            chunks.append(pageID)
-            start = end
-        }
-        return (OverflowReference(length: UInt64(bytes.count), chunks: chunks).encoded(), true)
+        return (try bytes.withUnsafeBytes { try overflowReference(writing: [$0], count: $0.count) }, true)
     }
 
     private func freeStored(_ stored: UnsafeRawBufferPointer, _ overflow: Bool) throws {
@@ -603,31 +606,10 @@ package final class RecordTreeWriter {
     private func materialize(_ leaf: LeafNode, _ index: Int) throws -> [UInt8] {
         guard leaf.isOverflow(index) else { return Array(leaf.bytes(index)) }
         let reference = try Array(leaf.bytes(index)).withUnsafeBytes { try OverflowReference.decode($0) }
-        return try OverflowReader.assemble(reference) { try transaction.read($0)?.bytes }
-    }
-}
-
-/// Reassembles an overflowed record from its chunk pages.
-enum OverflowReader {
-    static func assemble(_ reference: OverflowReference, read: (UInt64) throws -> [UInt8]?) throws -> [UInt8] {
-        var bytes: [UInt8] = []
-        for (position, chunk) in reference.chunks.enumerated() {
-            guard let part = try read(chunk) else { throw RecordTreeError.missingPage(pageID: chunk) }
-            if position == 0 { bytes.reserveCapacity(reservation(for: reference, firstChunk: part.count)) }
-            bytes.append(contentsOf: part)
-            guard UInt64(bytes.count) <= reference.length else { break }  // reported below
+        return try OverflowReader.assemble(reference) { chunk, append in
+            guard let page = try transaction.read(chunk) else { return false }
+            try page.bytes.withUnsafeBytes(append)
+            return true
         }
-        guard UInt64(bytes.count) == reference.length else {
-            throw RecordTreeError.corruptNode(pageID: reference.chunks.first ?? 0,
-                                              reason: "overflow chunks hold \(bytes.count) bytes, the reference says \(reference.length)")
-        }
-        return bytes
-    }
-
-    /// The bytes to reserve for an overflowed record once its first chunk is read: its length,
-    /// but no more than its chunks hold if each is as large as the first — the length is a
-    /// stored number, not trusted with an allocation before the chunks confirm it.
-    static func reservation(for reference: OverflowReference, firstChunk: Int) -> Int {
-        Int(min(reference.length, UInt64(firstChunk) * UInt64(reference.chunks.count)))
     }
 }

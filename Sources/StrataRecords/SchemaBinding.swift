@@ -135,6 +135,17 @@ package final class SchemaBinding: Sendable {
         }
     }
 
+    /// `encodeInPlace`, or nil for a record holding large data payloads, which `session`'s
+    /// `withPieces` then gives without copying them.
+    package func encodeInPlaceUnlessSpliced<Record: PersistentRecord>(_ record: Record, with session: RecordEncodingSession) throws
+        -> UnsafeRawBufferPointer? {
+        do {
+            return try session.encodeInPlaceUnlessSpliced(record)
+        } catch {
+            throw SchemaBindingError.recordCoding("\(error)")
+        }
+    }
+
     /// The layout records of an entity are coded with (an empty one for an unknown entity).
     package func layout(of entityID: UInt32) -> RecordLayout {
         layouts[entityID] ?? RecordLayout(attributes: [])

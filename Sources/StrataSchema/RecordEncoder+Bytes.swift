@@ -74,6 +74,10 @@ package final class RecordEncodingSession {
     /// kept it too).
     private var current: RecordEncodingState?
 
+    /// Data payloads at least this long are kept by reference while a record is encoded
+    /// (`encodeInPlaceUnlessSpliced`, `withPieces`).
+    package static var splicedPayloadMinimum: Int { RecordEncodingState.splicedPayloadMinimum }
+
     package init(layout: RecordLayout) {
         self.layout = layout
     }
@@ -82,13 +86,13 @@ package final class RecordEncodingSession {
     /// path, or its `Encodable` conformance).
     /// - Throws: as `RecordEncoder.encode(_:layout:)`.
     package func encode<Record: PersistentRecord>(_ record: Record) throws(RecordCodingError) -> [UInt8] {
-        array(of: try encodeInPlace(record))
+        try RecordEncoder().encode(record, into: reusableState(for: Record.self))
     }
 
     /// The record's bytes in the `RecordCodec` encoding, keyed by `layout`'s ids.
     /// - Throws: as `RecordEncoder.encode(_:layout:)`.
     package func encode<Record: Encodable>(_ record: Record) throws(RecordCodingError) -> [UInt8] {
-        array(of: try encodeInPlace(record))
+        try RecordEncoder().encode(record, into: reusableState(for: Record.self))
     }
 
     /// A typed record's bytes, as `encode` gives them, in memory of the session's: valid until
@@ -96,6 +100,25 @@ package final class RecordEncodingSession {
     /// - Throws: as `RecordEncoder.encode(_:layout:)`.
     package func encodeInPlace<Record: PersistentRecord>(_ record: Record) throws(RecordCodingError) -> UnsafeRawBufferPointer {
         try RecordEncoder().encodeInPlace(record, into: reusableState(for: Record.self))
+    }
+
+    /// A typed record's bytes as `encodeInPlace` gives them — or nil when the record holds
+    /// large data payloads, which are then not copied: `withPieces` gives the record, its
+    /// payloads as the caller's values hold them (a bulk insert of a 200 MB value writes it to
+    /// the log from the caller's `Data`).
+    /// - Throws: as `RecordEncoder.encode(_:layout:)`.
+    package func encodeInPlaceUnlessSpliced<Record: PersistentRecord>(_ record: Record) throws(RecordCodingError) -> UnsafeRawBufferPointer? {
+        let state = reusableState(for: Record.self)
+        _ = try RecordEncoder().run(record, state)
+        try RecordEncoder().finish(state, type: Record.self)
+        return state.hasPayloads ? nil : state.finishedBytes()
+    }
+
+    /// Calls `body` with the last record, for which `encodeInPlaceUnlessSpliced` returned nil,
+    /// as consecutive pieces valid during the call (see `RecordEncodingState.withPieces`).
+    package func withPieces(_ body: ([UnsafeRawBufferPointer]) throws -> Void) rethrows {
+        guard let current else { return try body([]) }
+        try current.withPieces(body)
     }
 
     /// The record's bytes, as `encode` gives them, in memory of the session's: valid until the
@@ -106,10 +129,6 @@ package final class RecordEncodingSession {
         _ = try RecordEncoder().run(record, state)
         try RecordEncoder().finish(state, type: Record.self)
         return state.finishedBytes()
-    }
-
-    private func array(of bytes: UnsafeRawBufferPointer) -> [UInt8] {
-        Array(bytes.assumingMemoryBound(to: UInt8.self))
     }
 
     /// The last record's state reset for a record of `type`, or a new one when there is none

@@ -1,3 +1,4 @@
+import FoundationEssentials
 import StrataFormat
 
 /// What one `RecordEncoder.encode` call collects. A class because the encoder and its
@@ -16,6 +17,14 @@ import StrataFormat
 /// `RecordCodec.encode(fields:)` makes, without sorting anything or building a `Value` list.
 /// A value whose name has no id goes to `values`, to be reported as an unknown attribute
 /// unless it ends up null. Encoding to names (`layout` nil), every value goes to `values`.
+///
+/// A data value of `splicedPayloadMinimum` bytes or more is not copied into `scratch`: its
+/// field there ends with the payload's length, and the payload is kept by reference (the
+/// caller's `Data` or array, in `payloads`) and copied once, into the finished record (not
+/// first into a `Value`'s array, then into `scratch`, then out of it), or not at all when the
+/// record is taken in pieces (`withPieces`). Its reference is dropped when the record's bytes
+/// are taken or the state reset. Memory grown past `keptCapacity` for one large record is
+/// given back at the next reset.
 ///
 /// Names are looked up in the layout through the order the previous record of the state gave
 /// them in (a type encodes its properties in the same order every time): the n-th name of a
@@ -47,13 +56,23 @@ final class RecordEncodingState {
     /// The number of names given so far in this record.
     @exclusivity(unchecked) private var given = 0
 
+    /// Data payloads kept by reference (see the type's comment), in the order stored.
+    @exclusivity(unchecked) private var payloads: [DataPayload] = []
+
     /// Bytes before the first field: room for the format byte and the longest field count.
     private static let headerRoom = 6
+    /// Data payloads at least this long are kept by reference, not copied into `scratch`.
+    static let splicedPayloadMinimum = 64 << 10
+    /// Scratch memory kept from one record to the next; more, grown for a large record, is
+    /// given back at the next reset.
+    static let keptCapacity = 1 << 20
 
     private struct Slot {
         var start: Int
         var end: Int
         var isReferences: Bool
+        /// The index in `payloads` of the payload that follows the field's bytes, or -1.
+        var payload: Int = -1
         static let empty = Slot(start: 0, end: 0, isReferences: false)
     }
 
@@ -83,6 +102,15 @@ final class RecordEncodingState {
     func reset(type: Any.Type) {
         self.type = type
         if !values.isEmpty { values.removeAll(keepingCapacity: true) }
+        if !payloads.isEmpty { payloads.removeAll(keepingCapacity: true) }
+        if scratch.capacity > Self.keptCapacity {
+            scratch.deallocate()
+            scratch = RecordScratch(capacity: layout.map { $0.estimatedRecordSize + Self.headerRoom } ?? 0)
+        }
+        if reordered.capacity > Self.keptCapacity {
+            reordered.deallocate()
+            reordered = RecordScratch(capacity: 0)
+        }
         scratch.removeAll()
         for _ in 0..<Self.headerRoom { scratch.append(0) }
         for position in 0..<slotCount { slots[position] = .empty }
@@ -123,11 +151,36 @@ final class RecordEncodingState {
         store(forKey: name, isNull: false, isReferences: false, value: .string(value)) { $0.append(string: value) }
     }
 
+    /// Stores a data value (`Data` or `[UInt8]`): what `store(.data(bytes), forKey:)` stores,
+    /// with no `[UInt8]` and no `Value` made; a large payload is kept by reference (see the
+    /// type's comment).
+    @inline(__always)
+    func store(data payload: DataPayload, forKey name: String) {
+        let count = payload.count
+        let spliced = count >= Self.splicedPayloadMinimum
+        store(forKey: name, isNull: false, isReferences: false, value: .data(payload.array), payload: spliced ? payload : nil) { sink in
+            sink.append(ValueTag.data.rawValue)
+            sink.appendVarint(UInt64(count))
+            if !spliced { payload.withUnsafeBytes { sink.append(raw: $0) } }
+        }
+    }
+
+    /// Stores any attribute value as `Codable` coding gives it: `Data` and `[UInt8]` through
+    /// `store(data:forKey:)`, the rest converted by `ValueConversion`.
+    /// - Throws: what `ValueConversion.value(of:attribute:)` throws.
+    @inline(__always)
+    func store<T: Encodable>(encodable value: T, forKey name: String) throws(RecordCodingError) {
+        if T.self == Data.self { return store(data: .data(unsafeBitCast(value, to: Data.self)), forKey: name) }
+        if T.self == [UInt8].self { return store(data: .bytes(unsafeBitCast(value, to: [UInt8].self)), forKey: name) }
+        store(try ValueConversion.value(of: value, attribute: name), forKey: name)
+    }
+
     /// Stores the value of the attribute `name`, which `write` appends (tag and payload)
     /// unless it is null; `value` is kept by name when the layout has no such attribute.
+    /// `payload`, when given, follows what `write` appended (kept by reference).
     @inline(__always)
     private func store(forKey name: String, isNull: Bool, isReferences: Bool, value: @autoclosure () -> Value,
-                       _ write: (inout RecordScratch) -> Void) {
+                       payload: DataPayload? = nil, _ write: (inout RecordScratch) -> Void) {
         guard let layout, let position = position(of: name, in: layout) else {
             values[name] = value()
             return
@@ -141,6 +194,10 @@ final class RecordEncodingState {
         scratch.appendVarint(UInt64(layout.ids[position]))
         write(&scratch)
         slots[position] = Slot(start: start, end: scratch.count, isReferences: isReferences)
+        if let payload {
+            slots[position].payload = payloads.count
+            payloads.append(payload)
+        }
         writtenCount += 1
         if isReferences { holdsReferences = true }
     }
@@ -149,27 +206,107 @@ final class RecordEncodingState {
     /// the state is reset or freed; call once per record.
     func finishedBytes() -> UnsafeRawBufferPointer {
         let fieldsStart = Self.headerRoom
-        guard disordered else {
+        guard disordered || !payloads.isEmpty else {
             // The fields are the record's: its header goes right before them.
             let start = writeHeader(count: writtenCount, references: holdsReferences, endingAt: fieldsStart)
             return UnsafeRawBufferPointer(rebasing: scratch.bytes[start...])
         }
-        // Ascending position (= id) order, the last value of each position kept.
-        var count = 0, references = false, size = 0
-        for position in 0..<slotCount where slots[position].end > slots[position].start {
-            count += 1
-            size += slots[position].end - slots[position].start
-            if slots[position].isReferences { references = true }
-        }
+        let shape = assembledShape()
         reordered.removeAll()
-        reordered.reserve(Self.headerRoom + size)
-        reordered.append(references ? RecordCodec.referencesFormat : RecordCodec.baseFormat)
-        reordered.appendVarint(UInt64(count))
+        reordered.reserve(Self.headerRoom + shape.size)
+        writeAssembled(shape, into: &reordered)
+        return reordered.bytes
+    }
+
+    /// The record's bytes as an array (what `finishedBytes()` gives, written once: a large
+    /// payload is copied from the caller's value straight into the array); call once.
+    func encodedBytes() -> [UInt8] {
+        guard !payloads.isEmpty else { return Array(finishedBytes().assumingMemoryBound(to: UInt8.self)) }
+        let shape = assembledShape()
+        var writer = RecordFieldWriter()
+        writer.reserve(Self.headerRoom + shape.size)
+        writeAssembled(shape, into: &writer)
+        return writer.takeBytes()
+    }
+
+    /// Whether the record holds payloads kept by reference: `withPieces` then gives it without
+    /// copying them.
+    var hasPayloads: Bool { !payloads.isEmpty }
+
+    /// Calls `body` with the record's bytes (those `finishedBytes()` would give) as consecutive
+    /// pieces, valid during the call: the header and fields from the state's memory, and
+    /// between them each payload kept by reference as the caller's value holds it — not
+    /// copied. Call once per record, instead of `finishedBytes()`.
+    func withPieces(_ body: ([UnsafeRawBufferPointer]) throws -> Void) rethrows {
+        let shape = assembledShape()
+        // Everything but the payloads, in order, into `reordered`; `splits` notes where each
+        // payload goes between its bytes.
+        var splits: [(offset: Int, payload: Int)] = []
+        reordered.removeAll()
+        reordered.reserve(Self.headerRoom + shape.size - shape.payloadBytes)
+        reordered.append(shape.references ? RecordCodec.referencesFormat : RecordCodec.baseFormat)
+        reordered.appendVarint(UInt64(shape.count))
         let fields = scratch.bytes
         for position in 0..<slotCount where slots[position].end > slots[position].start {
-            reordered.append(raw: UnsafeRawBufferPointer(rebasing: fields[slots[position].start..<slots[position].end]))
+            let slot = slots[position]
+            reordered.append(raw: UnsafeRawBufferPointer(rebasing: fields[slot.start..<slot.end]))
+            if slot.payload >= 0 { splits.append((reordered.count, slot.payload)) }
         }
-        return reordered.bytes
+        let framing = reordered.bytes
+        // Each payload's bytes are valid only inside its `withUnsafeBytes`: nested, one per payload.
+        func withPayloads(from index: Int, _ pointers: inout [UnsafeRawBufferPointer]) throws {
+            guard index < splits.count else {
+                var pieces: [UnsafeRawBufferPointer] = []
+                var start = 0
+                for (split, pointer) in zip(splits, pointers) {
+                    pieces.append(UnsafeRawBufferPointer(rebasing: framing[start..<split.offset]))
+                    pieces.append(pointer)
+                    start = split.offset
+                }
+                pieces.append(UnsafeRawBufferPointer(rebasing: framing[start...]))
+                return try body(pieces.filter { !$0.isEmpty })
+            }
+            try payloads[splits[index].payload].withUnsafeBytes { pointer in
+                pointers.append(pointer)
+                try withPayloads(from: index + 1, &pointers)
+            }
+        }
+        var pointers: [UnsafeRawBufferPointer] = []
+        defer {
+            for position in 0..<slotCount { slots[position].payload = -1 }
+            payloads.removeAll()
+        }
+        try withPayloads(from: 0, &pointers)
+    }
+
+    /// The fields to assemble: in ascending position (= id) order, the last value of each;
+    /// `size` counts their bytes and payloads (`payloadBytes` of them), not the header.
+    private func assembledShape() -> (count: Int, references: Bool, size: Int, payloadBytes: Int) {
+        var count = 0, references = false, size = 0, payloadBytes = 0
+        for position in 0..<slotCount where slots[position].end > slots[position].start {
+            let slot = slots[position]
+            count += 1
+            size += slot.end - slot.start
+            if slot.payload >= 0 { payloadBytes += payloads[slot.payload].count }
+            if slot.isReferences { references = true }
+        }
+        return (count, references, size + payloadBytes, payloadBytes)
+    }
+
+    /// Writes the record — header, then each field of `shape` with its payload — into `sink`,
+    /// and drops the payloads' references (each is copied once).
+    private func writeAssembled<Sink: RecordByteSink>(_ shape: (count: Int, references: Bool, size: Int, payloadBytes: Int),
+                                                      into sink: inout Sink) {
+        sink.append(shape.references ? RecordCodec.referencesFormat : RecordCodec.baseFormat)
+        sink.appendVarint(UInt64(shape.count))
+        let fields = scratch.bytes
+        for position in 0..<slotCount where slots[position].end > slots[position].start {
+            let slot = slots[position]
+            sink.append(raw: UnsafeRawBufferPointer(rebasing: fields[slot.start..<slot.end]))
+            if slot.payload >= 0 { payloads[slot.payload].withUnsafeBytes { sink.append(raw: $0) } }
+            slots[position].payload = -1
+        }
+        payloads.removeAll()
     }
 
     /// Writes the record header (format byte, field count) into `scratch` so that it ends at
@@ -189,9 +326,6 @@ final class RecordEncodingState {
         scratch.set(UInt8(value), at: offset)
         return start
     }
-
-    /// The record's bytes as an array (`finishedBytes()` copied); call once.
-    func encodedBytes() -> [UInt8] { Array(finishedBytes().assumingMemoryBound(to: UInt8.self)) }
 
     func fail(_ reason: String) {
         if failure == nil { failure = .unsupportedStructure(type: typeName, reason: reason) }
@@ -229,7 +363,7 @@ struct RecordKeyedEncodingContainer<Key: CodingKey>: KeyedEncodingContainerProto
     }
 
     mutating func encode<T: Encodable>(_ value: T, forKey key: Key) throws {
-        state.store(try ValueConversion.value(of: value, attribute: key.stringValue), forKey: key.stringValue)
+        try state.store(encodable: value, forKey: key.stringValue)
     }
 
     // The concrete overloads synthesized conformances call: no generic conversion.
@@ -288,4 +422,35 @@ struct DiscardingEncodingContainer: UnkeyedEncodingContainer, SingleValueEncodin
 
     mutating func nestedUnkeyedContainer() -> any UnkeyedEncodingContainer { DiscardingEncodingContainer() }
     mutating func superEncoder() -> any Encoder { RecordEncoding(state: RecordEncodingState(type: Void.self)) }
+}
+
+/// A data value stored by `RecordEncodingState.store(data:forKey:)`, as the caller gave it.
+enum DataPayload {
+    case data(Data)
+    case bytes([UInt8])
+
+    /// Its length in bytes.
+    var count: Int {
+        switch self {
+        case .data(let data): data.count
+        case .bytes(let bytes): bytes.count
+        }
+    }
+
+    /// Its bytes as an array (a copy for `Data`): only for a value kept by name.
+    var array: [UInt8] {
+        switch self {
+        case .data(let data): [UInt8](data)
+        case .bytes(let bytes): bytes
+        }
+    }
+
+    /// Calls `body` with its bytes, valid during the call.
+    @inline(__always)
+    func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        switch self {
+        case .data(let data): try data.withUnsafeBytes(body)
+        case .bytes(let bytes): try bytes.withUnsafeBytes(body)
+        }
+    }
 }

@@ -67,6 +67,10 @@ protocol RecordByteSink {
 }
 
 extension RecordByteSink {
+    /// Raw bytes (a data payload, a field copied from another buffer).
+    @inline(__always)
+    mutating func append(raw: UnsafeRawBufferPointer) { append(contentsOf: raw.assumingMemoryBound(to: UInt8.self)) }
+
     /// As `ByteWriter.appendVarint`.
     @inline(__always)
     mutating func appendVarint(_ value: UInt64) {

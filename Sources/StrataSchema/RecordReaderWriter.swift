@@ -30,7 +30,7 @@ public struct RecordWriter {
     /// Stores a UUID attribute.
     public mutating func encode(_ value: UUID, forKey name: String) { state.store(.uuid(value), forKey: name) }
     /// Stores a data attribute.
-    public mutating func encode(_ value: Data, forKey name: String) { state.store(.data([UInt8](value)), forKey: name) }
+    public mutating func encode(_ value: Data, forKey name: String) { state.store(data: .data(value), forKey: name) }
 
     /// Stores an optional text attribute (nil: no value).
     public mutating func encode(_ value: String?, forKey name: String) { state.store(value.map(Value.string) ?? .null, forKey: name) }
@@ -47,7 +47,7 @@ public struct RecordWriter {
     /// - Throws: ``RecordCodingError/integerOutOfRange(attribute:value:type:)``,
     ///   ``RecordCodingError/invalidCodableValue(attribute:type:reason:)``.
     public mutating func encode<T: Encodable>(_ value: T, forKey name: String) throws {
-        state.store(try ValueConversion.value(of: value, attribute: name), forKey: name)
+        try state.store(encodable: value, forKey: name)
     }
 }
 
@@ -196,7 +196,9 @@ public struct RecordReader {
             return unsafeBitCast(field.tag == ValueTag.true.rawValue, to: T.self)
         }
         if T.self == UUID.self, field.tag == ValueTag.uuid.rawValue { return unsafeBitCast(field.uuid(in: state.bytes), to: T.self) }
-        if T.self == Data.self, field.tag == ValueTag.data.rawValue { return unsafeBitCast(Data(field.bytes(in: state.bytes)), to: T.self) }
+        if T.self == Data.self, field.tag == ValueTag.data.rawValue {
+            return unsafeBitCast(SharedRecordBytes.data(field.bytes(in: state.bytes)), to: T.self)
+        }
         if T.self == Int64.self, field.tag == ValueTag.int.rawValue { return unsafeBitCast(Int64(bitPattern: field.bits), to: T.self) }
         return try ValueConversion.decode(T.self, from: value(field, name: name), attribute: name)
     }

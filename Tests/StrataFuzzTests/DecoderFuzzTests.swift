@@ -604,11 +604,35 @@ struct HandCoded: PersistentRecord, Equatable {
         #expect(OverflowReader.reservation(for: forged, firstChunk: 100) == 100)
         #expect(OverflowReader.reservation(for: OverflowReference(length: 250, chunks: [5, 6, 7]), firstChunk: 100) == 250)
         #expect(throws: RecordTreeError.self) {
-            _ = try OverflowReader.assemble(forged) { _ in [UInt8](repeating: 1, count: 100) }
+            _ = try OverflowReader.assemble(forged) { _, append in
+                try [UInt8](repeating: 1, count: 100).withUnsafeBytes(append)
+                return true
+            }
         }
-        let whole = try OverflowReader.assemble(OverflowReference(length: 250, chunks: [5, 6, 7])) { id in
-            [UInt8](repeating: UInt8(id), count: id == 7 ? 50 : 100)
+        let whole = try OverflowReader.assemble(OverflowReference(length: 250, chunks: [5, 6, 7])) { id, append in
+            try [UInt8](repeating: UInt8(id), count: id == 7 ? 50 : 100).withUnsafeBytes(append)
+            return true
         }
         #expect(whole == [UInt8](repeating: 5, count: 100) + [UInt8](repeating: 6, count: 100) + [UInt8](repeating: 7, count: 50))
+        // Assembled for reading (memory its values may share): allocated from the first chunk
+        // too, and chunks that hold more or fewer bytes than the length are corruption.
+        func shared(_ reference: OverflowReference, _ sizes: [UInt64: Int]) throws -> [UInt8] {
+            let record = try OverflowReader.assembleShared(reference) { id, append in
+                guard let size = sizes[id] else { return false }
+                try [UInt8](repeating: UInt8(id), count: size).withUnsafeBytes(append)
+                return true
+            }
+            return withExtendedLifetime(record) { Array(record.bytes) }
+        }
+        #expect(try shared(OverflowReference(length: 250, chunks: [5, 6, 7]), [5: 100, 6: 100, 7: 50]) == whole)
+        // Chunks longer than the first (never written so) that hold the length: read as the
+        // array is, past the reservation.
+        #expect(try shared(OverflowReference(length: 250, chunks: [5, 6, 7]), [5: 50, 6: 150, 7: 50])
+                == [UInt8](repeating: 5, count: 50) + [UInt8](repeating: 6, count: 150) + [UInt8](repeating: 7, count: 50))
+        let damaged: [[UInt64: Int]] = [[5: 100, 6: 100, 7: 40], [5: 100, 6: 100, 7: 60], [5: 100, 7: 50]]
+        for sizes in damaged {
+            #expect(throws: RecordTreeError.self, "\(sizes)") { try shared(OverflowReference(length: 250, chunks: [5, 6, 7]), sizes) }
+        }
+        #expect(throws: RecordTreeError.self) { try shared(forged, [5: 100]) }
     }
 }

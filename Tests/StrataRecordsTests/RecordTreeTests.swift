@@ -1,7 +1,9 @@
+import FoundationEssentials
 import Testing
 import StrataIO
 import StrataPageLog
 import StrataRecords
+import StrataSchema
 import StrataTestSupport
 
 /// Record trees checked against a dictionary, with tiny nodes so a few thousand records make
@@ -39,6 +41,92 @@ import StrataTestSupport
         case 1: return random.bytes(Int.random(in: 161...1500, using: &random))  // overflow
         default: return random.recordLikeBytes(Int.random(in: 1...120, using: &random))
         }
+    }
+
+    /// Calls `body` with `bytes` cut into up to 8 pieces at random places (empty ones too).
+    static func withRandomPieces(_ bytes: [UInt8], _ random: inout SeededRandom, _ body: ([UnsafeRawBufferPointer]) throws -> Void) throws {
+        let cuts = (0..<Int.random(in: 0...7, using: &random)).map { _ in Int.random(in: 0...bytes.count, using: &random) }.sorted()
+        try bytes.withUnsafeBytes { raw in
+            let bounds = [0] + cuts + [bytes.count]
+            try body(zip(bounds, bounds.dropFirst()).map { UnsafeRawBufferPointer(rebasing: raw[$0..<$1]) })
+        }
+    }
+
+    /// A record inserted in pieces — a chunk within one piece written straight from it, one
+    /// spanning pieces gathered — is stored as the same record inserted whole: the same pages
+    /// (chunks, leaf) with the same bytes.
+    @Test func aRecordInPiecesIsStoredAsTheSameRecordWhole() throws {
+        let seed = SeededRandom.seed(default: 0x91ECE5)
+        print("aRecordInPiecesIsStoredAsTheSameRecordWhole seed \(seed)")
+        var random = SeededRandom(seed: seed)
+        var options = PageLogOptions()
+        options.automaticCompaction = false
+        /// Every page of a store made by `insert` of each record (ids 1, 2, …), by page id.
+        func pages(_ insert: (RecordTreeWriter, UInt64, [UInt8]) throws -> Void, _ records: [[UInt8]]) throws -> [UInt64: [UInt8]] {
+            let log = try PageLog.open(directory: "/store", fileSystem: MemoryFileSystem(), options: options)
+            try log.write { transaction in
+                let tree = RecordTreeWriter(transaction: transaction, root: .empty, entityID: 5, schemaVersion: 1, options: Self.tinyTree())
+                for (index, bytes) in records.enumerated() { try insert(tree, UInt64(index + 1), bytes) }
+                try Self.saveRoot(try tree.finish(), in: transaction)
+            }
+            let snapshot = try log.snapshot()
+            return try Dictionary(uniqueKeysWithValues: snapshot.pageIDs().map { ($0, try snapshot.read($0)?.bytes ?? []) })
+        }
+        // Sizes around the chunk size (300): one chunk, exactly two, a byte past, many.
+        let records = [161, 299, 300, 301, 600, 601, 2_999, 4_000].map { random.bytes($0) }
+        let whole = try pages({ tree, id, bytes in try tree.insert(id, bytes: bytes) }, records)
+        #expect(whole.count > 30)
+        for round in 0..<20 {
+            let inPieces = try pages({ tree, id, bytes in try Self.withRandomPieces(bytes, &random) { try tree.insert(id, pieces: $0) } },
+                                     records)
+            let same = inPieces == whole  // not printed: thousands of bytes
+            #expect(same, "round \(round)")
+        }
+    }
+
+    /// An overflowed record is read into memory of its own, bound to `SharedRecordBytes.current`
+    /// while the caller decodes it: a large data value made from it shares that memory (no
+    /// copy), a small one is copied, and the value outlives the reader, the snapshot and the log.
+    @Test func largeValuesMadeFromAnOverflowedRecordShareItsMemory() throws {
+        var random = SeededRandom(seed: 0x5A4ED)
+        let record = random.bytes(3 << 20 | 5)  // three 1 MiB chunks and 5 bytes
+        let range = 7..<(7 + 2_000_000)
+        var shared: Data?
+        do {
+            let log = try PageLog.open(directory: "/store", fileSystem: MemoryFileSystem())
+            try log.write { transaction in
+                let tree = RecordTreeWriter(transaction: transaction, root: .empty, entityID: 5, schemaVersion: 1, options: RecordTreeOptions())
+                try tree.insert(1, bytes: record)
+                try tree.insert(2, bytes: [1, 2, 3])
+                try Self.saveRoot(try tree.finish(), in: transaction)
+            }
+            let snapshot = try log.snapshot()
+            let reader = RecordTreeReader(snapshot: snapshot, root: Self.loadRoot(try snapshot.read(Self.rootPage)), cache: NodeCache(budget: 64 << 10))
+            let read = try reader.withRecord(1) { bytes in
+                #expect(Array(bytes) == record)
+                #expect(SharedRecordBytes.current?.bytes.baseAddress == bytes.baseAddress)
+                let payload = UnsafeRawBufferPointer(rebasing: bytes[range])
+                let value = SharedRecordBytes.data(payload)
+                #expect(value.withUnsafeBytes { $0.baseAddress } == payload.baseAddress, "shared, not copied")
+                let small = SharedRecordBytes.data(UnsafeRawBufferPointer(rebasing: bytes[0..<(SharedRecordBytes.sharedPayloadMinimum - 1)]))
+                #expect(small.withUnsafeBytes { $0.baseAddress } != bytes.baseAddress, "a small value is copied")
+                return value
+            }
+            shared = read
+            #expect(SharedRecordBytes.current == nil)
+            _ = try reader.withRecord(2) { _ in #expect(SharedRecordBytes.current == nil, "an inline record binds nothing") }
+            // Memory that is not the bound record's is copied, whatever its size.
+            let elsewhere = record.withUnsafeBytes { raw in
+                SharedRecordBytes.$current.withValue(SharedRecordBytes(capacity: 16)) { SharedRecordBytes.data(raw) }
+            }
+            #expect(elsewhere.withUnsafeBytes { $0.baseAddress } != record.withUnsafeBytes { $0.baseAddress })
+            try log.close()
+        }
+        #expect(shared == Data(record[range]))
+        var changed = try #require(shared)
+        changed[0] ^= 0xFF
+        #expect(changed[0] != shared?[0], "a change is the changed value's own")
+        #expect(shared == Data(record[range]))
     }
 
     /// A bulk append writes each full leaf as soon as the next one starts (through the frame
@@ -115,8 +203,13 @@ import StrataTestSupport
                             #expect(throws: RecordTreeError.duplicateID(id)) { try tree.insert(id, bytes: [1]) }
                         } else {
                             let bytes = Self.record(&random)
-                            // Half through the in-place path (a migration's): the same tree.
-                            if id % 2 == 0 { try tree.insert(id, bytes: bytes) } else { try bytes.withUnsafeBytes { try tree.insert(id, raw: $0) } }
+                            // A third through the in-place path (a migration's), a third in
+                            // pieces cut at random (a bulk insert of a large value): the same tree.
+                            switch id % 3 {
+                            case 0: try tree.insert(id, bytes: bytes)
+                            case 1: try bytes.withUnsafeBytes { try tree.insert(id, raw: $0) }
+                            default: try Self.withRandomPieces(bytes, &random) { try tree.insert(id, pieces: $0) }
+                            }
                             model[id] = bytes
                         }
                     case 4..<6:

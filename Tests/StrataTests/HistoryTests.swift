@@ -166,6 +166,23 @@ struct Folder: PersistentRecord, Equatable {
         }
     }
 
+    /// `deleteHistory(before:)` does not wait for registered consumers (Docs/History.md,
+    /// "Retention"): a consumer it passed keeps its cursor and gets `historyTruncated`.
+    @Test func deleteHistoryPassesConsumersCursors() throws {
+        let folder = try temporaryDirectory()
+        defer { removeDirectory(folder) }
+        let store = try Self.open(folder)
+        for index in 0..<8 { try store.write { _ = try $0.insert(Note(title: "\(index)", body: "", rank: index)) } }
+        try store.setHistoryCursor(HistoryToken(rawValue: 2), for: "sync")
+        try store.deleteHistory(before: HistoryToken(rawValue: 6))
+        #expect(try store.oldestHistoryToken() == HistoryToken(rawValue: 5))
+        let cursor = try #require(try store.historyCursor(for: "sync"))
+        #expect(cursor == HistoryToken(rawValue: 2))
+        #expect(throws: StrataError.historyTruncated(requested: cursor, oldestAvailable: HistoryToken(rawValue: 5))) {
+            try store.fetchHistory(HistoryDescriptor(after: cursor))
+        }
+    }
+
     @Test func consumersHoldHistoryUntilEveryOneHasPassedIt() throws {
         let folder = try temporaryDirectory()
         defer { removeDirectory(folder) }

@@ -5,10 +5,20 @@ import Foundation
 enum PeakMemory {
     /// `VmHWM` from `/proc/self/status`, in bytes; 0 when it cannot be read.
     static func currentProcessBytes() -> UInt64 {
+        field("VmHWM")
+    }
+
+    /// The resident memory of this process now (`VmRSS`), in bytes; 0 when it cannot be read.
+    static func currentResidentBytes() -> UInt64 {
+        field("VmRSS")
+    }
+
+    /// A memory field of `/proc/self/status` ("VmHWM:	   12345 kB"), in bytes; 0 when it
+    /// cannot be read.
+    private static func field(_ name: String) -> UInt64 {
         guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else { return 0 }
-        for line in status.split(separator: "\n") where line.hasPrefix("VmHWM:") {
-            // "VmHWM:	   12345 kB"
-            let fields = line.dropFirst("VmHWM:".count).split(whereSeparator: { $0 == " " || $0 == "\t" })
+        for line in status.split(separator: "\n") where line.hasPrefix(name + ":") {
+            let fields = line.dropFirst(name.count + 1).split(whereSeparator: { $0 == " " || $0 == "\t" })
             guard let amount = fields.first.flatMap({ UInt64($0) }) else { return 0 }
             return fields.dropFirst().first == "kB" ? amount * 1024 : amount
         }

@@ -26,6 +26,7 @@ enum WorkloadRegistry {
         InsertWithHistoryWorkload.workload,
         HistoryFetchWorkloads.tail,
         HistoryFetchWorkloads.entity,
+        LargeValueWorkload.workload,
     ]
 
     /// The workload called `name`, if there is one.
