@@ -31,6 +31,7 @@ enum VerifyCommand {
     static func run(_ line: CommandArguments, _ output: ToolOutput) throws -> ToolExitStatus {
         let path = line.positionals[0]
         let report: (pages: Int, records: Int, indexEntries: Int, historyParts: Int, problems: [VerificationReport.Problem])
+        var opened = true
         do {
             let store = try StoreInspection(at: path)
             defer { store.close() }
@@ -39,6 +40,7 @@ enum VerifyCommand {
         } catch StrataError.corruption(let file, let offset, let reason) {
             // Damage that stops the store opening is the one problem found.
             report = (0, 0, 0, 0, [.found(file: file, offset: offset, what: reason)])
+            opened = false
         }
         if line.flags.contains("json") {
             let json = JSONText.object([
@@ -51,8 +53,9 @@ enum VerifyCommand {
             output.line(json.pretty)
         } else {
             output.line("store: \(path)")
-            output.line("checked: \(plural(report.pages, "page")), \(plural(report.records, "record")), "
-                + "\(plural(report.indexEntries, "index entry", "index entries")), \(plural(report.historyParts, "history part"))")
+            output.line(opened ? "checked: \(plural(report.pages, "page")), \(plural(report.records, "record")), "
+                + "\(plural(report.indexEntries, "index entry", "index entries")), \(plural(report.historyParts, "history part"))"
+                : "checked: nothing, the store does not open")
             if report.problems.isEmpty {
                 output.line("sound: no problem found")
             } else {

@@ -233,6 +233,61 @@ import Glibc
         #expect(Self.strata("dump", "--entity", "Volume", folder).lines.count == 300)
     }
 
+    /// A copy of a golden store of Tests/StrataTests/Fixtures in a new temporary folder.
+    static func fixture(_ name: String) throws -> String {
+        let source = #filePath.split(separator: "/", omittingEmptySubsequences: false).dropLast(2).joined(separator: "/")
+            + "/StrataTests/Fixtures/" + name
+        let folder = try temporaryDirectory()
+        for file in names(in: source) {
+            guard let input = fopen(source + "/" + file, "rb"), let output = fopen(folder + "/" + file, "wb") else { continue }
+            var buffer = [UInt8](repeating: 0, count: 1 << 16)
+            while true {
+                let count = fread(&buffer, 1, buffer.count, input)
+                if count == 0 { break }
+                fwrite(buffer, 1, count, output)
+            }
+            fclose(input)
+            fclose(output)
+        }
+        try #require(!names(in: folder).isEmpty, "fixture \(name) at \(source)")
+        return folder
+    }
+
+    @Test func maintenanceRefusesAStoreWithAMigrationInProgress() throws {
+        // The golden store of a migration killed after a closure flushed changes.
+        let folder = try Self.fixture("flushed-v6")
+        defer { removeDirectory(folder) }
+        let before = Self.files(in: folder)
+        for command in ["compact", "checkpoint"] {
+            let run = Self.strata(command, folder)
+            #expect(run.status == .storeError)
+            #expect(run.errors == "strata \(command): a migration from schema version 1.0.0 is in progress; "
+                + "open the store with the app that migrates it to finish it first\n")
+        }
+        #expect(Self.files(in: folder).filter { $0.key != "LOCK" } == before)
+        let info = Self.strata("info", folder)
+        #expect(info.lines.contains("migration: in progress: step 0, phase switched, from catalog version 1 (1.0.0); "
+            + "a closure had flushed changes: the app undoes the migration and runs it again"))
+        #expect(info.lines.contains("deferred compression: pending for Person"))
+    }
+
+    @Test func verifyOfAStoreThatDoesNotOpenReportsWhyAndExitsOne() throws {
+        let folder = try temporaryDirectory()
+        defer { removeDirectory(folder) }
+        try Self.fill(folder)
+        // Both superblock slots zeroed: no checkpoint to start from.
+        guard let file = fopen(folder + "/superblock", "r+b") else { Issue.record("no superblock"); return }
+        let zeros = [UInt8](repeating: 0, count: Int(Self.size(of: folder + "/superblock")))
+        fwrite(zeros, 1, zeros.count, file)
+        fclose(file)
+        let run = Self.strata("verify", folder)
+        #expect(run.status == .problemsFound)
+        #expect(run.lines.count == 4)
+        #expect(run.lines.prefix(3) == ["store: \(folder)", "checked: nothing, the store does not open", "1 problem:"])
+        #expect(run.lines.last?.hasPrefix("  \(folder)/superblock at ") == true, "\(run.lines)")
+        #expect(Self.strata("info", folder).status == .storeError)
+    }
+
     // MARK: info
 
     struct InfoJSON: Decodable {
