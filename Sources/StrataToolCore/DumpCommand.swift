@@ -16,11 +16,11 @@ enum DumpCommand {
 
             Values are read as the app reads them, through the newest schema version that has the
             entity: every attribute and relationship of it (inherited ones first), a value the
-            record lacks as the attribute's default (null when none); values of properties the
-            version no longer has are left out. Relationships are record
-            ids (to-one: an id or null; to-many: an array); codable attributes their stored JSON;
-            data base64; dates ISO 8601 in UTC with microseconds; UUIDs their text; NaN and the
-            infinities the strings "NaN", "Infinity", "-Infinity". Docs/Tools.md has the details.
+            record lacks as the attribute's default (null when none); values of properties that
+            version no longer has are left out. Relationships are record ids (to-one: an id or
+            null; to-many: an array); codable attributes their stored JSON; data base64; dates
+            ISO 8601 in UTC with microseconds; UUIDs their text; NaN and the infinities the strings
+            "NaN", "Infinity", "-Infinity". Docs/Tools.md has the details.
 
             options:
               --entity NAME   only the records of entity NAME and the entities below it

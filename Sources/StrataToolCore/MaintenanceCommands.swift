@@ -37,8 +37,8 @@ enum MaintenanceCommands {
             usage: strata checkpoint PATH
 
             Writes a checkpoint of the store in the folder PATH as Store.checkpoint() does: the
-            changed page table chunks, a checkpoint root and the other superblock slot, so the next
-            open replays no log.
+            changed page table chunks, a checkpoint root and the other superblock slot, so opening
+            the store next replays no log.
 
             It opens the store for writing, taking its lock: while another process (the app) has
             the store open for writing it changes nothing and fails with "locked". While a

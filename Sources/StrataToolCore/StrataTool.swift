@@ -51,7 +51,7 @@ package enum StrataTool {
             let line = try CommandArguments(rest, grammar: command.grammar)
             return try command.run(line, output)
         } catch let error as CommandArguments.UsageError {
-            output.error("strata \(command.name): \(error.message)\nusage: \(synopsis(of: command))\nSee 'strata \(command.name) --help'.")
+            output.error("strata \(command.name): \(error.message)\n\(usageLine(of: command))\nSee 'strata \(command.name) --help'.")
             return .usage
         } catch StrataError.locked(let path) {
             output.error("strata \(command.name): locked: the store at \(path) is open for writing by another process (the app?); "
@@ -63,16 +63,9 @@ package enum StrataTool {
         }
     }
 
-    /// `strata info [--json] PATH`, from a command's grammar.
-    static func synopsis(of command: Command) -> String {
-        var parts = ["strata", command.name]
-        for flag in command.grammar.flags.sorted() { parts.append("[--\(flag)]") }
-        for (option, arity) in command.grammar.options.sorted(by: { $0.key < $1.key }) {
-            let values = (arity == 1 ? [option.uppercased()] : (1...arity).map { "\(option.uppercased())\($0)" }).joined(separator: " ")
-            parts.append("[--\(option) \(values)]")
-        }
-        parts += command.grammar.positionals
-        return parts.joined(separator: " ")
+    /// The first line of a command's help: `usage: strata info [--json] PATH`.
+    static func usageLine(of command: Command) -> String {
+        String(command.help.prefix { $0 != "\n" })
     }
 
     /// `strata --help`.
@@ -92,7 +85,7 @@ package enum StrataTool {
 
             exit statuses:
               0  success (verify: the store is sound)
-              1  verify found problems
+              1  verify found problems (or a store too damaged to open)
               2  usage error (unknown command or option, missing argument)
               3  the store could not be read or changed (not found, damaged, I/O error, migration in progress)
               4  locked: another process has the store open for writing (compact, checkpoint)

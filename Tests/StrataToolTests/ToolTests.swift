@@ -117,6 +117,37 @@ import Glibc
         try store.close()
     }
 
+    @Test func readingCommandsSeeWholeCommitsWhileTheAppWrites() async throws {
+        let folder = try temporaryDirectory()
+        defer { removeDirectory(folder) }
+        let store = try Store(at: folder, for: [Writer.self, Volume.self])
+        try await store.write { transaction in
+            for index in 0..<10 { try transaction.insert(Volume(title: "first \(index)", writer: nil)) }
+        }
+        // The app commits ten volumes at a time while the tool reads: every dump holds whole
+        // commits, and every verify finds the store sound.
+        let writer = Task.detached {
+            for round in 0..<40 {
+                try await store.write { transaction in
+                    for index in 0..<10 { try transaction.insert(Volume(title: "round \(round) \(index)", writer: nil)) }
+                }
+            }
+        }
+        var counts: [Int] = []
+        for _ in 0..<8 {
+            let dump = Self.strata("dump", "--entity", "Volume", folder)
+            #expect(dump.status == .success, "\(dump.errors)")
+            counts.append(dump.lines.count)
+            let verify = Self.strata("verify", folder)
+            #expect(verify.status == .success, "\(verify.output)\(verify.errors)")
+        }
+        try await writer.value
+        #expect(counts.allSatisfy { $0 % 10 == 0 && $0 >= 10 && $0 <= 410 }, "\(counts)")
+        #expect(counts == counts.sorted())
+        #expect(Self.strata("dump", folder).lines.count == 410)
+        try store.close()
+    }
+
     // MARK: verify
 
     @Test func verifyOfASoundStoreExitsZero() throws {
@@ -441,7 +472,7 @@ import Glibc
         #expect(unknown.status == .usage && unknown.errors.hasPrefix("strata: unknown command frobnicate"))
         let missing = Self.strata("dump")
         #expect(missing.status == .usage)
-        #expect(missing.errors.hasPrefix("strata dump: missing PATH\nusage: strata dump [--entity ENTITY] [--limit LIMIT] PATH"))
+        #expect(missing.errors.hasPrefix("strata dump: missing PATH\nusage: strata dump [--entity NAME] [--limit N] PATH\nSee 'strata dump --help'."))
         let extra = Self.strata("info", "a", "b")
         #expect(extra.status == .usage && extra.errors.hasPrefix("strata info: unexpected argument b"))
         let option = Self.strata("info", "--verbose", "a")
