@@ -195,7 +195,7 @@ import Glibc
         }
         try store.close()
         let segment = try #require(Self.names(in: folder).filter { $0.hasSuffix(".seg") }.sorted().first)
-        Self.flip(folder + "/" + segment, at: Int(Double(Self.size(of: folder + "/" + segment)) * 0.4))
+        flipByte(inFileAt: folder + "/" + segment, at: Int(Double(Self.size(of: folder + "/" + segment)) * 0.4))
         let library = try Self.libraryVerification(folder)
         try #require(!library.problems.isEmpty, "the damaged byte should be in a live page")
         let run = Self.strata("verify", folder)
@@ -269,17 +269,7 @@ import Glibc
         let source = #filePath.split(separator: "/", omittingEmptySubsequences: false).dropLast(2).joined(separator: "/")
             + "/StrataTests/Fixtures/" + name
         let folder = try temporaryDirectory()
-        for file in names(in: source) {
-            guard let input = fopen(source + "/" + file, "rb"), let output = fopen(folder + "/" + file, "wb") else { continue }
-            var buffer = [UInt8](repeating: 0, count: 1 << 16)
-            while true {
-                let count = fread(&buffer, 1, buffer.count, input)
-                if count == 0 { break }
-                fwrite(buffer, 1, count, output)
-            }
-            fclose(input)
-            fclose(output)
-        }
+        copyFiles(from: source, to: folder)
         try #require(!names(in: folder).isEmpty, "fixture \(name) at \(source)")
         return folder
     }
@@ -537,34 +527,12 @@ import Glibc
 
     // MARK: file helpers
 
-    static func names(in folder: String) -> [String] {
-        var names: [String] = []
-        guard let directory = opendir(folder) else { return [] }
-        defer { closedir(directory) }
-        while let entry = readdir(directory) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-            if name != "." && name != ".." { names.append(name) }
-        }
-        return names
-    }
+    static func names(in folder: String) -> [String] { directoryEntries(folder) }
 
-    static func size(of path: String) -> UInt64 {
-        var status = stat()
-        return stat(path, &status) == 0 ? UInt64(status.st_size) : 0
-    }
+    static func size(of path: String) -> UInt64 { fileSize(path) }
 
     /// Every file's name and size.
     static func files(in folder: String) -> [String: UInt64] {
         Dictionary(uniqueKeysWithValues: names(in: folder).map { ($0, size(of: folder + "/" + $0)) })
-    }
-
-    /// Flips the byte at `position` of the file at `path`.
-    static func flip(_ path: String, at position: Int) {
-        guard let file = fopen(path, "r+b") else { return }
-        defer { fclose(file) }
-        fseek(file, position, SEEK_SET)
-        let byte = fgetc(file)
-        fseek(file, position, SEEK_SET)
-        fputc(Int32(UInt8(truncatingIfNeeded: byte) ^ 0x5A), file)
     }
 }
