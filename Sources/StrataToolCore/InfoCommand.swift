@@ -42,24 +42,29 @@ enum InfoCommand {
         var formatVersion: Int
         var files: [(name: String, bytes: UInt64)]
         var space: (logBytes: UInt64, liveBytes: UInt64, segments: Int, pages: Int, lastLSN: UInt64, checkpointEpoch: UInt64)
-        var catalog: SchemaCatalog?
+        var catalog: SchemaCatalog? = nil
         var names: CatalogNames
         var entities: [StoreInspection.EntityTree]
         var journal: StoreInspection.Journal?
         var migration: StoreInspection.Migration?
-        var quarantine: (records: UInt64, bytes: UInt64)
+        var quarantine: (records: UInt64, bytes: UInt64) = (0, 0)
+        /// Why the catalog or the quarantine could not be read, when it could not.
+        var catalogError: String?
+        var quarantineError: String?
 
         init(_ store: StoreInspection) throws {
             path = store.path
             formatVersion = store.formatVersion
             files = try store.files()
             space = store.space
-            catalog = try store.catalog()
+            // Damage to the catalog or the quarantine is reported in its place: the rest of the
+            // store is still worth describing (`verify` says more).
+            do { catalog = try store.catalog() } catch { catalogError = "\(error)" }
             names = CatalogNames(catalog)
             entities = store.entityTrees
             journal = store.journal
             migration = store.migration
-            quarantine = try store.quarantine()
+            do { quarantine = try store.quarantine() } catch { quarantineError = "\(error)" }
         }
 
         var amplification: Double? {
@@ -81,7 +86,8 @@ enum InfoCommand {
                 + (amplification.map { " (space amplification \($0))" } ?? ""))
             lines.append("pages: \(space.pages), last LSN \(space.lastLSN), checkpoint epoch \(space.checkpointEpoch)")
             let versions = catalog?.versions ?? []
-            lines.append("schema versions: \(versions.isEmpty ? "none (no schema stored yet)" : String(versions.count))")
+            lines.append("schema versions: " + (catalogError.map { "unreadable: \($0)" }
+                ?? (versions.isEmpty ? "none (no schema stored yet)" : String(versions.count))))
             for version in versions {
                 lines.append("  \(version.id): \(version.schemaVersion) checksum \(version.checksum)" + (version.id == catalog?.latest?.id ? " (newest)" : ""))
             }
@@ -117,7 +123,8 @@ enum InfoCommand {
             }
             let pending = pendingCompression
             lines.append("deferred compression: " + (pending.isEmpty ? "none pending" : "pending for \(pending.joined(separator: ", "))"))
-            lines.append("quarantine: \(plural(Int(quarantine.records), "record"))" + (quarantine.records > 0 ? " (\(quarantine.bytes) bytes)" : ""))
+            lines.append("quarantine: " + (quarantineError.map { "unreadable: \($0)" }
+                ?? plural(Int(quarantine.records), "record") + (quarantine.records > 0 ? " (\(quarantine.bytes) bytes)" : "")))
             return lines.joined(separator: "\n") + "\n"
         }
 
@@ -143,6 +150,7 @@ enum InfoCommand {
                 ("spaceAmplification", amplification.map(JSONText.double) ?? .null),
                 ("segments", .int(space.segments)), ("pages", .int(space.pages)), ("lastLSN", .int(space.lastLSN)),
                 ("checkpointEpoch", .int(space.checkpointEpoch)),
+                ("schemaError", catalogError.map(JSONText.string) ?? .null),
                 ("schemaVersions", .array((catalog?.versions ?? []).map {
                     .object([("id", .int($0.id)), ("version", .string("\($0.schemaVersion)")), ("checksum", .string("\($0.checksum)"))])
                 })),
@@ -159,7 +167,8 @@ enum InfoCommand {
                 ("history", journalJSON),
                 ("migration", migrationJSON),
                 ("deferredCompression", .array(pendingCompression.map(JSONText.string))),
-                ("quarantine", .object([("records", .int(quarantine.records)), ("bytes", .int(quarantine.bytes))])),
+                ("quarantine", .object([("records", .int(quarantine.records)), ("bytes", .int(quarantine.bytes)),
+                                        ("error", quarantineError.map(JSONText.string) ?? .null)])),
             ])
         }
     }

@@ -376,6 +376,29 @@ import Glibc
         #expect(lines.suffix(3) == ["migration: none", "deferred compression: none pending", "quarantine: 0 records"])
     }
 
+    @Test func infoReportsADamagedCatalogInItsPlaceAndTheRestStill() throws {
+        let folder = try temporaryDirectory()
+        defer { removeDirectory(folder) }
+        try Self.fill(folder)
+        // Each byte of the segment damaged in turn: info reads what it can or fails as a store
+        // error, never otherwise; where the damage is in the catalog's page, the catalog's line
+        // says so and the entities are still listed (by id: their names are in the catalog).
+        let segment = folder + "/" + (try #require(Self.names(in: folder).first { $0.hasSuffix(".seg") }))
+        var catalogDamaged = 0
+        for position in stride(from: 0, to: Int(Self.size(of: segment)), by: 3) {
+            flipByte(inFileAt: segment, at: position)
+            defer { flipByte(inFileAt: segment, at: position) }
+            let run = Self.strata("info", folder)
+            #expect(run.status == .success || run.status == .storeError, "byte \(position): \(run.errors)")
+            if run.status == .success, let line = run.lines.first(where: { $0.hasPrefix("schema versions: ") }), line.contains("unreadable: ") {
+                catalogDamaged += 1
+                #expect(run.lines.contains("  #1 (id 1): 2 records, next id 3"))
+                #expect(run.lines.contains("  #2 (id 2): 3 records, next id 4"))
+            }
+        }
+        #expect(catalogDamaged > 0)
+    }
+
     // MARK: schema
 
     struct PersonV1: PersistentRecord {
