@@ -2,6 +2,7 @@
 // Strata — an embeddable, log-structured storage engine with its own on-disk format.
 // Layers (each target imports only the ones below it):
 //   StrataIO, StrataFormat → StrataPageLog → StrataSchema + StrataRecords → Strata (public API)
+//   → StrataToolCore → StrataTool (the `strata` command-line tool, Docs/Tools.md)
 import PackageDescription
 #if canImport(Glibc)
 import Glibc
@@ -13,6 +14,8 @@ let package = Package(
     name: "Strata",
     products: [
         .library(name: "Strata", targets: ["Strata"]),
+        // The `strata` command-line tool (Docs/Tools.md).
+        .executable(name: "strata", targets: ["StrataTool"]),
     ],
     targets: [
         // liblz4, the only outside dependency of the library.
@@ -35,6 +38,11 @@ let package = Package(
         .target(name: "StrataSchema", dependencies: ["StrataFormat"]),
         // The public face.
         .target(name: "Strata", dependencies: ["StrataRecords", "StrataPageLog", "StrataFormat", "StrataIO", "StrataSchema"]),
+        // The `strata` tool's commands, above the public API (reading stores through their own
+        // catalog, with `package` access to Strata); tests run them in-process.
+        .target(name: "StrataToolCore", dependencies: ["Strata", "StrataSchema"]),
+        // The `strata` executable: arguments and standard streams in, exit status out.
+        .executableTarget(name: "StrataTool", dependencies: ["StrataToolCore", "StrataIO"]),
         // Shared test support: seeded random generator, model helpers.
         .target(name: "StrataTestSupport", path: "Tests/StrataTestSupport"),
         .testTarget(name: "StrataFormatTests", dependencies: ["StrataFormat", "StrataTestSupport"]),
@@ -45,6 +53,7 @@ let package = Package(
         .testTarget(name: "StrataSchemaTests", dependencies: ["StrataSchema", "StrataFormat", "StrataTestSupport"]),
         .testTarget(name: "StrataTests", dependencies: ["Strata", "StrataIO", "StrataTestSupport"],
                     exclude: ["Fixtures"]),  // golden record stores, read from the source tree
+        .testTarget(name: "StrataToolTests", dependencies: ["StrataToolCore", "Strata", "StrataTestSupport"]),
         // Seeded, bounded fuzzing of every layer (STRATA_FUZZ_SEED, STRATA_FUZZ_ITERATIONS).
         .testTarget(name: "StrataFuzzTests",
                     dependencies: ["Strata", "StrataRecords", "StrataSchema", "StrataPageLog", "StrataFormat", "StrataIO", "StrataTestSupport"]),

@@ -39,6 +39,17 @@ public struct VerificationReport: Sendable, CustomStringConvertible {
     }
 }
 
+extension VerificationReport {
+    /// Checks `snapshot` of `records`: the page log's frames and bookkeeping, then the record
+    /// layer (`Store.verify()`, and the `strata` tool through `StoreInspection`).
+    init(checking snapshot: RecordSnapshot, of records: RecordStore) {
+        let (pages, pageProblems) = records.log.verifyPages(in: snapshot.snapshot)
+        let recordLayer = records.verify(snapshot)
+        self.init(problems: (pageProblems + recordLayer.problems).map { Problem(file: $0.file, offset: $0.offset, what: $0.what) },
+                  pages: pages, records: recordLayer.records, indexEntries: recordLayer.indexEntries, historyParts: recordLayer.historyParts)
+    }
+}
+
 extension Store {
     /// Checks the whole store as of this moment and reports every problem it finds, without
     /// stopping at the first and without changing anything: every page's frame (checksum,
@@ -50,12 +61,7 @@ extension Store {
     /// - Throws: only when the store cannot be read at all (closed; a read-only store whose
     ///   schema another process changed); damage is reported in the result.
     public func verify() throws -> VerificationReport {
-        let snapshot = try snapshot()
-        let (pages, pageProblems) = records.log.verifyPages(in: snapshot.snapshot)
-        let recordLayer = records.verify(snapshot)
-        return VerificationReport(
-            problems: (pageProblems + recordLayer.problems).map { VerificationReport.Problem(file: $0.file, offset: $0.offset, what: $0.what) },
-            pages: pages, records: recordLayer.records, indexEntries: recordLayer.indexEntries, historyParts: recordLayer.historyParts)
+        VerificationReport(checking: try snapshot(), of: records)
     }
 
     /// Checks the whole store as ``verify()`` does, on a thread of its own while the calling

@@ -53,12 +53,7 @@ import Glibc
 
     /// Flips the byte at `position` of the file at `path` (again to restore it).
     static func flip(_ path: String, at position: Int) {
-        guard let file = fopen(path, "r+b") else { return }
-        defer { fclose(file) }
-        fseek(file, position, SEEK_SET)
-        let byte = fgetc(file)
-        fseek(file, position, SEEK_SET)
-        fputc(Int32(UInt8(truncatingIfNeeded: byte) ^ 0x5A), file)
+        flipByte(inFileAt: path, at: position)
     }
 
     @Test func aDamagedFrameIsReportedWithItsFileAndOffset() throws {

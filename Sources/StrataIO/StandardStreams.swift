@@ -1,0 +1,52 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The process's standard output and error and its exit, for the `strata` tool
+/// (Sources/StrataTool): the only system calls a command-line front end needs, kept in the
+/// I/O layer with the others. Writes are unbuffered `write(2)` calls; callers batch.
+package enum StandardStreams {
+    /// Standard output's file descriptor.
+    package static let output: Int32 = 1
+    /// Standard error's file descriptor.
+    package static let error: Int32 = 2
+
+    /// Writes every byte of `bytes` to `descriptor`, retrying after a signal and a partial
+    /// write (write(2)). Returns false when a write fails (a closed pipe: the reader went away).
+    @discardableResult
+    package static func write(_ bytes: [UInt8], to descriptor: Int32) -> Bool {
+        bytes.withUnsafeBytes { buffer in
+            var offset = 0
+            while offset < buffer.count, let base = buffer.baseAddress {
+                #if canImport(Darwin)
+                let written = Darwin.write(descriptor, base + offset, buffer.count - offset)
+                #elseif canImport(Musl)
+                let written = Musl.write(descriptor, base + offset, buffer.count - offset)
+                #else
+                let written = Glibc.write(descriptor, base + offset, buffer.count - offset)
+                #endif
+                if written < 0 {
+                    if errno == EINTR { continue }
+                    return false
+                }
+                offset += written
+            }
+            return true
+        }
+    }
+
+    /// Ends the process with `status` (exit(3)).
+    package static func exit(status: Int32) -> Never {
+        #if canImport(Darwin)
+        Darwin.exit(status)
+        #elseif canImport(Musl)
+        Musl.exit(status)
+        #else
+        Glibc.exit(status)
+        #endif
+    }
+}
