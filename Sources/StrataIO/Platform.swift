@@ -119,6 +119,16 @@ enum Platform {
     }
 
     /// `pwrite(2)`: bytes written, or -1.
+    /// `write(2)` at the descriptor's position (standard output and error).
+    static func write(_ descriptor: Int32, _ buffer: UnsafeRawPointer, _ count: Int) -> Int {
+        cWrite(descriptor, buffer, count)
+    }
+
+    /// `exit(3)`.
+    static func exit(_ status: Int32) -> Never {
+        cExit(status)
+    }
+
     static func pwrite(_ descriptor: Int32, _ buffer: UnsafeRawPointer, _ count: Int, _ offset: UInt64) -> Int {
         cPwrite(descriptor, buffer, count, offset)
     }
@@ -222,3 +232,5 @@ private func cPread(_ descriptor: Int32, _ buffer: UnsafeMutableRawPointer, _ co
 private func cPwrite(_ descriptor: Int32, _ buffer: UnsafeRawPointer, _ count: Int, _ offset: UInt64) -> Int {
     pwrite(descriptor, buffer, count, off_t(offset))
 }
+private func cWrite(_ descriptor: Int32, _ buffer: UnsafeRawPointer, _ count: Int) -> Int { write(descriptor, buffer, count) }
+private func cExit(_ status: Int32) -> Never { exit(status) }

@@ -1,11 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// The process's standard output and error and its exit, for the `strata` tool
 /// (Sources/StrataTool): the only system calls a command-line front end needs, kept in the
 /// I/O layer with the others. Writes are unbuffered `write(2)` calls; callers batch.
@@ -22,15 +14,9 @@ package enum StandardStreams {
         bytes.withUnsafeBytes { buffer in
             var offset = 0
             while offset < buffer.count, let base = buffer.baseAddress {
-                #if canImport(Darwin)
-                let written = Darwin.write(descriptor, base + offset, buffer.count - offset)
-                #elseif canImport(Musl)
-                let written = Musl.write(descriptor, base + offset, buffer.count - offset)
-                #else
-                let written = Glibc.write(descriptor, base + offset, buffer.count - offset)
-                #endif
+                let written = Platform.write(descriptor, base + offset, buffer.count - offset)
                 if written < 0 {
-                    if errno == EINTR { continue }
+                    if Platform.errno == Platform.interrupted { continue }
                     return false
                 }
                 offset += written
@@ -41,12 +27,6 @@ package enum StandardStreams {
 
     /// Ends the process with `status` (exit(3)).
     package static func exit(status: Int32) -> Never {
-        #if canImport(Darwin)
-        Darwin.exit(status)
-        #elseif canImport(Musl)
-        Musl.exit(status)
-        #else
-        Glibc.exit(status)
-        #endif
+        Platform.exit(status)
     }
 }

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
 import FoundationEssentials
+#else
+import Foundation
+#endif
 import StrataFormat
 
 /// What one `RecordEncoder.encode` call collects. A class because the encoder and its

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
 import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// A record's bytes in memory of their own that the `Data` values decoded from them may share
 /// instead of copying: a large record (an overflowed one, assembled from its chunks) read

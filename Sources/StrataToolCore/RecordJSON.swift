@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
 import FoundationEssentials
+#else
+import Foundation
+#endif
 import StrataSchema
 
 /// How `strata dump` (and `strata schema`, for defaults) writes a stored value as JSON
