@@ -68,7 +68,10 @@ public enum StrataError: Error, Sendable, Equatable, CustomStringConvertible {
     case migrationRequired(stored: Schema.Version?, required: Schema.Version)
     /// The store was opened read-only (`Configuration.isReadOnly`): nothing can be written.
     case readOnly
-    /// There is no store at `path` (opening read-only, or reading a store's schema, creates none).
+    /// There is no store at `path` (opening read-only, or reading a store's schema, creates none):
+    /// the folder is missing or holds no store file. A folder or file this process may not read
+    /// is `.io` (permission denied), a folder whose superblock file is gone while its segment
+    /// files remain `.corruption` — never this.
     case storeNotFound(path: String)
     /// Another process (or store instance) changed the store's schema catalog — it registered a
     /// new schema version, or finished a migration — after this read-only store bound its schema

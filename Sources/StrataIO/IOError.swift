@@ -1,3 +1,11 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// An error reported by the I/O layer: which operation failed, on which path, at which
 /// offset, and why. Every failing system call becomes one of these; nothing in the I/O
 /// layer traps on a failing call.
@@ -40,6 +48,20 @@ package struct IOError: Error, Sendable, Equatable, CustomStringConvertible {
         self.path = path
         self.offset = offset
         self.code = code
+    }
+
+    /// The error of a call that failed with `errno` `code`, its kind derived from the code.
+    package init(errno code: Int32, operation: String, path: String, offset: UInt64? = nil) {
+        let kind: Kind
+        switch code {
+        case ENOSPC, EDQUOT: kind = .noSpace
+        case EIO: kind = .ioError
+        case ENOENT: kind = .notFound
+        case EEXIST: kind = .alreadyExists
+        case EACCES, EPERM, EROFS: kind = .permissionDenied
+        default: kind = .other(code)
+        }
+        self.init(kind, operation: operation, path: path, offset: offset, code: code)
     }
 
     package var description: String {

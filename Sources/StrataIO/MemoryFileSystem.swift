@@ -16,6 +16,11 @@ import Synchronization
 /// operation fail with an `IOError` (nothing is applied) or cut the power: the operation
 /// and every later one fail with `.crashed` until `simulateCrash` is called.
 ///
+/// Permissions: `setAccessRule` installs a closure consulted whenever a path is opened,
+/// listed, looked up, created, renamed, removed or locked. It can refuse with an `errno`, as
+/// file permissions (`EACCES`, which tests running as root cannot get from the real file
+/// system) or a read-only mount (`EROFS`) would.
+///
 /// Thread-safe: all state is behind one mutex.
 package final class MemoryFileSystem: FileSystem, Sendable {
     /// What happens to each unsynced write at a simulated crash.
@@ -60,6 +65,15 @@ package final class MemoryFileSystem: FileSystem, Sendable {
         case crash
     }
 
+    /// How a call uses a path, as shown to an access rule.
+    package enum Access: Sendable, Equatable {
+        /// Reading: opening a file read-only, listing a folder, looking a path up.
+        case read
+        /// Changing: opening a file for reading and writing, creating, renaming or removing
+        /// a file or folder, taking a lock.
+        case readWrite
+    }
+
     private enum DirectoryOperation {
         case link(name: String, inode: Inode)
         case unlink(name: String)
@@ -77,6 +91,7 @@ package final class MemoryFileSystem: FileSystem, Sendable {
         var crashed = false
         var generation = 0
         var injector: (@Sendable (Operation) -> Fault?)?
+        var accessRule: (@Sendable (String, Access) -> Int32?)?
     }
 
     private let state = Mutex(State())
@@ -113,6 +128,14 @@ package final class MemoryFileSystem: FileSystem, Sendable {
     /// Installs (or removes, with nil) a closure consulted before every mutating operation.
     package func setFaultInjector(_ injector: (@Sendable (Operation) -> Fault?)?) {
         state.withLock { $0.injector = injector }
+    }
+
+    /// Installs (or removes, with nil) a closure consulted whenever a path is opened, listed,
+    /// looked up, created, renamed, removed or locked, with how the call uses it: an `errno`
+    /// it returns fails the call as the real file system would with that code (nothing is
+    /// applied; a path refused for reading does not exist for `fileExists`, as `stat` fails).
+    package func setAccessRule(_ rule: (@Sendable (_ path: String, _ access: Access) -> Int32?)?) {
+        state.withLock { $0.accessRule = rule }
     }
 
     /// The number of mutating operations and of syncs performed so far.
@@ -243,6 +266,7 @@ package final class MemoryFileSystem: FileSystem, Sendable {
     package func openFile(_ path: String, create: Bool) throws -> any StorageFile {
         try state.withLock { state in
             try Self.checkAlive(&state, "open", path)
+            try Self.checkAccess(state, path, .readWrite, "open")
             if state.entries[path] == nil {
                 guard create else { throw IOError(.notFound, operation: "open", path: path) }
                 try Self.checkParent(state, path, "open")
@@ -259,6 +283,7 @@ package final class MemoryFileSystem: FileSystem, Sendable {
     package func openForReading(_ path: String) throws -> any StorageFile {
         try state.withLock { state in
             try Self.checkAlive(&state, "open", path)
+            try Self.checkAccess(state, path, .read, "open")
             guard let inode = state.entries[path] else { throw IOError(.notFound, operation: "open", path: path) }
             return MemoryFile(fileSystem: self, path: path, inode: inode, generation: state.generation, readOnly: true)
         }
@@ -266,10 +291,11 @@ package final class MemoryFileSystem: FileSystem, Sendable {
 
     package func createDirectory(_ path: String) throws {
         // Directories themselves are durable at once: a store folder is made before any file in it.
-        state.withLock { state in
+        try state.withLock { state in
             var partial = ""
             for component in path.split(separator: "/") {
                 partial += "/" + component
+                if !state.directories.contains(partial) { try Self.checkAccess(state, partial, .readWrite, "mkdir") }
                 state.directories.insert(partial)
             }
         }
@@ -278,6 +304,7 @@ package final class MemoryFileSystem: FileSystem, Sendable {
     package func contentsOfDirectory(_ path: String) throws -> [String] {
         try state.withLock { state in
             let directory = Self.normalize(path)
+            try Self.checkAccess(state, path, .read, "opendir")
             guard state.directories.contains(directory) else {
                 throw IOError(.notFound, operation: "opendir", path: path)
             }
@@ -296,12 +323,16 @@ package final class MemoryFileSystem: FileSystem, Sendable {
     }
 
     package func fileExists(_ path: String) -> Bool {
-        state.withLock { $0.entries[path] != nil || $0.directories.contains(Self.normalize(path)) }
+        state.withLock { state in
+            guard state.accessRule?(path, .read) == nil else { return false }
+            return state.entries[path] != nil || state.directories.contains(Self.normalize(path))
+        }
     }
 
     package func removeFile(_ path: String) throws {
         try state.withLock { state in
             try Self.checkAlive(&state, "unlink", path)
+            try Self.checkAccess(state, path, .readWrite, "unlink")
             guard state.entries[path] != nil else { throw IOError(.notFound, operation: "unlink", path: path) }
             try Self.admit(&state, .remove, path)
             state.entries[path] = nil
@@ -312,6 +343,8 @@ package final class MemoryFileSystem: FileSystem, Sendable {
     package func rename(_ source: String, to destination: String) throws {
         try state.withLock { state in
             try Self.checkAlive(&state, "rename", source)
+            try Self.checkAccess(state, source, .readWrite, "rename")
+            try Self.checkAccess(state, destination, .readWrite, "rename")
             guard let inode = state.entries[source] else { throw IOError(.notFound, operation: "rename", path: source) }
             try Self.admit(&state, .rename, source)
             state.entries[source] = nil
@@ -324,6 +357,7 @@ package final class MemoryFileSystem: FileSystem, Sendable {
     package func syncDirectory(_ path: String) throws {
         try state.withLock { state in
             try Self.checkAlive(&state, "fsync", path)
+            try Self.checkAccess(state, path, .read, "open")
             try Self.admit(&state, .syncDirectory, path)
             state.syncCount += 1
             // Directory operations are kept whole for simplicity of the model: all of them
@@ -341,6 +375,7 @@ package final class MemoryFileSystem: FileSystem, Sendable {
     package func lock(_ path: String, exclusive: Bool) throws -> any FileLock {
         try state.withLock { state in
             try Self.checkAlive(&state, "flock", path)
+            try Self.checkAccess(state, path, .readWrite, "open")
             guard !state.locks.contains(path) else { throw IOError(.locked, operation: "flock", path: path) }
             state.locks.insert(path)
             return MemoryLock(fileSystem: self, path: path, generation: state.generation)
@@ -417,6 +452,11 @@ package final class MemoryFileSystem: FileSystem, Sendable {
 
     private static func checkAlive(_ state: inout State, _ operation: String, _ path: String) throws {
         if state.crashed { throw IOError(.crashed, operation: operation, path: path) }
+    }
+
+    /// Throws the error the access rule gives `path` for `access`, if any.
+    private static func checkAccess(_ state: State, _ path: String, _ access: Access, _ operation: String) throws {
+        if let code = state.accessRule?(path, access) { throw IOError(errno: code, operation: operation, path: path) }
     }
 
     private static func checkParent(_ state: State, _ path: String, _ operation: String) throws {

@@ -243,15 +243,5 @@ final class POSIXLock: FileLock, @unchecked Sendable {
 }
 
 private func posixError(_ operation: String, _ path: String, offset: UInt64? = nil) -> IOError {
-    let code = errno
-    let kind: IOError.Kind
-    switch code {
-    case ENOSPC, EDQUOT: kind = .noSpace
-    case EIO: kind = .ioError
-    case ENOENT: kind = .notFound
-    case EEXIST: kind = .alreadyExists
-    case EACCES, EPERM, EROFS: kind = .permissionDenied
-    default: kind = .other(code)
-    }
-    return IOError(kind, operation: operation, path: path, offset: offset, code: code)
+    IOError(errno: errno, operation: operation, path: path, offset: offset)
 }
