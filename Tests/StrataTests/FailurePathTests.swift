@@ -126,3 +126,68 @@ import Darwin
         try Self.open(interrupted, readOnly: true).close()
     }
 }
+
+extension FailurePathTests {
+    // MARK: Item 2: errors name the errno and the fix
+
+    /// A writable open on a read-only file system said "permission denied", with no hint that
+    /// `isReadOnly` reads the store. It must name `EROFS` and say how to read the store.
+    @Test func aWritableOpenOnAReadOnlyFileSystemSaysHowToReadIt() throws {
+        let fs = try Self.makeStore()
+        fs.setAccessRule { _, access in access == .readWrite ? EROFS : nil }  // mounted read-only
+        do {
+            _ = try Self.open(fs)
+            Issue.record("a writable open on a read-only file system succeeded")
+        } catch let error as StrataError {
+            #expect(Self.errnoOf(error) == EROFS, "\(error)")
+            let text = "\(error)"
+            #expect(text.contains("read-only file system (EROFS)"), "\(text)")
+            #expect(text.contains("Store.Configuration.isReadOnly = true"), "\(text)")
+            #expect(error.remedy?.contains("isReadOnly") == true)
+        }
+        // As the message says: read-only, the store opens and reads.
+        let store = try Self.open(fs, readOnly: true)
+        #expect(try Context(store).fetchCount(FetchDescriptor<Parcel>()) == 300)
+        try store.close()
+    }
+
+    /// A plain file given as the store's path said "errno 20". It must name `ENOTDIR` and say
+    /// that a store's path names a folder — for a writable and a read-only open alike — and
+    /// leave the file as it was.
+    @Test func aFileAsTheStorePathSaysItIsNotAFolder() throws {
+        let folder = try temporaryDirectory()
+        defer { removeDirectory(folder) }
+        let path = folder + "/notes.txt"
+        let contents = Array("not a store".utf8)
+        let file = try POSIXFileSystem().openFile(path, create: true)
+        try file.write(contents, at: 0)
+        file.close()
+        for readOnly in [false, true] {
+            do {
+                _ = try Store(at: path, for: [Parcel.self], configuration: Self.configuration(readOnly: readOnly))
+                Issue.record("a store opened at a plain file (read-only \(readOnly))")
+            } catch let error as StrataError {
+                #expect(Self.errnoOf(error) == ENOTDIR, "read-only \(readOnly): \(error)")
+                let text = "\(error)"
+                #expect(text.contains("not a directory (ENOTDIR)") && text.contains("is a file, not a folder"), "\(text)")
+                #expect(!text.contains("errno"), "\(text)")
+            }
+        }
+        let reread = try POSIXFileSystem().openFile(path, create: false)
+        #expect(try reread.read(count: 100, at: 0) == contents)
+    }
+
+    /// Every I/O error names its errno symbolically, simulated ones (no code) by their kind's;
+    /// an errno this platform has no name for is given as a number.
+    @Test func everyIOErrorNamesItsErrno() {
+        #expect(IOError(errno: ENOSPC, operation: "pwrite", path: "/s/a.seg", offset: 4096).description
+            == "pwrite failed on /s/a.seg at offset 4096: no space left on device (ENOSPC)")
+        #expect(IOError(.permissionDenied, operation: "open", path: "/s/LOCK").description == "open failed on /s/LOCK: permission denied (EACCES)")
+        #expect(IOError(.other(4242), operation: "open", path: "/s").description == "open failed on /s: errno 4242")
+        let full = StrataError.io(operation: "pwrite", path: "/s/a.seg", offset: 0, errno: ENOSPC, reason: "…")
+        #expect(full.isOutOfSpace)
+        #expect(full.remedy?.contains("compact()") == true && "\(full)".hasSuffix(full.remedy ?? "-"))
+        #expect(StrataError.io(operation: "pread", path: "/s", offset: nil, errno: EBADF, reason: "…").remedy == nil)
+        #expect(StrataError.closed.remedy == nil)
+    }
+}
