@@ -114,7 +114,8 @@ public enum StrataError: Error, Sendable, Equatable, CustomStringConvertible {
         case "EISDIR":
             return "\(path) is a folder where the store keeps a file: remove it, or choose another path for the store"
         case "ENOSPC", "EDQUOT":
-            return "the device (or the user's quota) is full: free space on it, or reopen the store, delete records and call compact()"
+            return "the device (or the user's quota) is full: the store gave back its space reserve; reopen it, delete records and "
+                + "call compact() to free space (or free space on the device)"
         case "EIO":
             return "the device failed to read or write: copy the store's folder to other storage and run verify() on the copy"
         case "EMFILE", "ENFILE":

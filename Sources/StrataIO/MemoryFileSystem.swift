@@ -16,6 +16,10 @@ import Synchronization
 /// operation fail with an `IOError` (nothing is applied) or cut the power: the operation
 /// and every later one fail with `.crashed` until `simulateCrash` is called.
 ///
+/// Capacity: `setCapacity` makes the device hold at most so many bytes of file contents: a
+/// write that does not fit writes what fits and fails with `ENOSPC`, as a short write on a full
+/// device does; removing or shortening files frees space.
+///
 /// Permissions: `setAccessRule` installs a closure consulted whenever a path is opened,
 /// listed, looked up, created, renamed, removed or locked. It can refuse with an `errno`, as
 /// file permissions (`EACCES`, which tests running as root cannot get from the real file
@@ -92,6 +96,7 @@ package final class MemoryFileSystem: FileSystem, Sendable {
         var generation = 0
         var injector: (@Sendable (Operation) -> Fault?)?
         var accessRule: (@Sendable (String, Access) -> Int32?)?
+        var capacity: Int?
     }
 
     private let state = Mutex(State())
@@ -137,6 +142,16 @@ package final class MemoryFileSystem: FileSystem, Sendable {
     package func setAccessRule(_ rule: (@Sendable (_ path: String, _ access: Access) -> Int32?)?) {
         state.withLock { $0.accessRule = rule }
     }
+
+    /// Makes the device hold at most `bytes` bytes of file contents (nil: unlimited, the
+    /// default). Files are counted at their current size, once each however many names they
+    /// have; a file removed while open no longer counts.
+    package func setCapacity(_ bytes: Int?) {
+        state.withLock { $0.capacity = bytes }
+    }
+
+    /// Bytes of file contents held now (what `setCapacity` limits).
+    package var usedBytes: Int { state.withLock { Self.usedBytes($0) } }
 
     /// The number of mutating operations and of syncs performed so far.
     package var counters: (operations: Int, syncs: Int) {
@@ -403,9 +418,18 @@ package final class MemoryFileSystem: FileSystem, Sendable {
         try state.withLock { state in
             let inode = try Self.inode(&state, file, path, generation, "pwrite")
             try Self.admit(&state, .write, path, offset: offset)
-            let data = [UInt8](bytes)
-            Self.apply(&inode.current, offset: Int(offset), data: data[...])
-            inode.pending.append(.write(offset: Int(offset), bytes: data))
+            var data = [UInt8](bytes)
+            // A full device takes what fits (a short write) and refuses the rest.
+            let growth = max(0, Int(offset) + data.count - inode.current.count)
+            let refused = growth - Self.room(state, growing: inode, to: Int(offset) + data.count)
+            if refused > 0 { data.removeLast(min(refused, data.count)) }
+            if !data.isEmpty {
+                Self.apply(&inode.current, offset: Int(offset), data: data[...])
+                inode.pending.append(.write(offset: Int(offset), bytes: data))
+            }
+            if refused > 0 {
+                throw IOError(errno: 28, operation: "pwrite", path: path, offset: offset + UInt64(data.count))  // ENOSPC
+            }
         }
     }
 
@@ -415,6 +439,21 @@ package final class MemoryFileSystem: FileSystem, Sendable {
             try Self.admit(&state, .truncate, path)
             Self.resize(&inode.current, to: Int(size))
             inode.pending.append(.truncate(size: Int(size)))
+        }
+    }
+
+    fileprivate func allocate(_ path: String, _ file: Inode, generation: Int, upTo size: UInt64) throws {
+        try state.withLock { state in
+            let inode = try Self.inode(&state, file, path, generation, "fallocate")
+            guard Int(size) > inode.current.count else { return }
+            try Self.admit(&state, .write, path, offset: UInt64(inode.current.count))
+            guard Self.room(state, growing: inode, to: Int(size)) == Int(size) - inode.current.count else {
+                throw IOError(errno: 28, operation: "fallocate", path: path)  // ENOSPC; nothing taken
+            }
+            // As a write of zeros at the end: pending until synced.
+            let start = inode.current.count
+            Self.resize(&inode.current, to: Int(size))
+            inode.pending.append(.write(offset: start, bytes: [UInt8](repeating: 0, count: Int(size) - start)))
         }
     }
 
@@ -452,6 +491,22 @@ package final class MemoryFileSystem: FileSystem, Sendable {
 
     private static func checkAlive(_ state: inout State, _ operation: String, _ path: String) throws {
         if state.crashed { throw IOError(.crashed, operation: operation, path: path) }
+    }
+
+    /// Bytes of file contents held: every file reachable by a name, once.
+    private static func usedBytes(_ state: State) -> Int {
+        var seen = Set<ObjectIdentifier>()
+        var total = 0
+        for inode in state.entries.values where seen.insert(ObjectIdentifier(inode)).inserted { total += inode.current.count }
+        return total
+    }
+
+    /// How many of the bytes `inode` would gain by growing to `end` the device has room for
+    /// (all of them without a capacity).
+    private static func room(_ state: State, growing inode: Inode, to end: Int) -> Int {
+        let growth = max(0, end - inode.current.count)
+        guard let capacity = state.capacity, growth > 0 else { return growth }
+        return max(0, min(growth, capacity - usedBytes(state)))
     }
 
     /// Throws the error the access rule gives `path` for `access`, if any.
@@ -591,6 +646,11 @@ private final class MemoryFile: StorageFile, @unchecked Sendable {
     func truncate(to size: UInt64) throws {
         try checkWritable("ftruncate")
         try fileSystem.truncate(path, inode, generation: generation, to: size)
+    }
+
+    func allocate(upTo size: UInt64) throws {
+        try checkWritable("fallocate")
+        try fileSystem.allocate(path, inode, generation: generation, upTo: size)
     }
 
     func close() { closed.store(true, ordering: .relaxed) }

@@ -191,3 +191,82 @@ extension FailurePathTests {
         #expect(StrataError.closed.remedy == nil)
     }
 }
+
+extension FailurePathTests {
+    // MARK: Item 3: a full disk does not lock the app out
+
+    /// Every parcel of the store, by id.
+    static func parcels(_ store: Store) throws -> [UInt64: Parcel] {
+        Dictionary(uniqueKeysWithValues: try Context(store).fetch(FetchDescriptor<Parcel>()).map { ($0.id.rawValue, $0.record) })
+    }
+
+    /// After ENOSPC, every writable open started a new segment file — on the full device — and
+    /// failed, so the app could not open its store to delete records and free space. Now the
+    /// failed save gives the space reserve back; the store reopens (a cut tail is truncated in
+    /// place, no new file), takes deletes, and compaction frees space and refills the reserve.
+    @Test func aFullDiskLeavesTheStoreOpenToDeletesAndCompaction() throws {
+        let seed = SeededRandom.seed(default: 0xD15C_F011)
+        print("aFullDiskLeavesTheStoreOpenToDeletesAndCompaction seed \(seed) (set STRATA_TEST_SEED to reproduce)")
+        var random = SeededRandom(seed: seed)
+        var configuration = Self.configuration()
+        configuration.storage.segmentSize = 64 << 10
+        configuration.storage.spaceReserve = 96 << 10
+        let fs = MemoryFileSystem()
+        var model: [UInt64: Parcel] = [:]
+        var batch = 0
+        func insertBatch(_ store: Store) throws {
+            var inserted: [UInt64: Parcel] = [:]
+            try store.write { transaction in
+                for index in 0..<100 {
+                    let parcel = Parcel(label: "batch \(batch) parcel \(index) " + random.bytes(40).map { String($0, radix: 16) }.joined(),
+                                        weight: batch * 100 + index)
+                    inserted[try transaction.insert(parcel).rawValue] = parcel
+                }
+            }
+            model.merge(inserted) { _, new in new }
+            batch += 1
+        }
+        var store = try Self.open(fs, configuration: configuration)
+        for _ in 0..<30 { try insertBatch(store) }
+        #expect(fs.contents(of: Self.path + "/reserve")?.count == 96 << 10)
+        // The device fills up: saves go on until one fails.
+        fs.setCapacity(fs.usedBytes + 6000)
+        var failure: StrataError?
+        for _ in 0..<100 where failure == nil {
+            do { try insertBatch(store) } catch let error as StrataError { failure = error }
+        }
+        let error = try #require(failure)
+        #expect(error.isOutOfSpace && "\(error)".contains("(ENOSPC)"), "\(error)")
+        #expect(error.remedy?.contains("reopen it, delete records and call compact()") == true, "\(error)")
+        #expect(fs.contents(of: Self.path + "/reserve")?.count == 0, "the failed save gave the reserve back")
+        try? store.close()
+
+        // The app reopens its store, on the full device.
+        store = try Self.open(fs, configuration: configuration)
+        #expect(try Self.parcels(store) == model)
+        // It deletes the oldest three quarters of its parcels, in a few saves.
+        let oldest = model.keys.sorted().prefix(model.count * 3 / 4)
+        for start in stride(from: 0, to: oldest.count, by: 500) {
+            let context = Context(store)
+            for id in oldest.dropFirst(start).prefix(500) {
+                try context.delete(RecordID<Parcel>(rawValue: id))
+                model[id] = nil
+            }
+            try context.save()
+        }
+        // Compaction gives space back and refills the reserve from it.
+        let used = fs.usedBytes
+        try store.compact()
+        #expect(fs.usedBytes < used - (64 << 10), "compaction freed space: \(fs.usedBytes) of \(used) bytes")
+        #expect(fs.contents(of: Self.path + "/reserve")?.count ?? 0 > 0, "the reserve was refilled")
+        // Saves fit again; nothing was lost or damaged on the way.
+        try insertBatch(store)
+        #expect(try Self.parcels(store) == model)
+        let report = try store.verify()
+        #expect(report.isValid, "\(report)")
+        try store.close()
+        let reopened = try Self.open(fs, configuration: configuration)
+        #expect(try Self.parcels(reopened) == model)
+        try reopened.close()
+    }
+}
