@@ -41,9 +41,10 @@ public struct VerificationReport: Sendable, CustomStringConvertible {
 
 extension Store {
     /// Checks the whole store as of this moment and reports every problem it finds, without
-    /// stopping at the first and without changing anything: every page's frame (checksum,
-    /// header, page id and LSN the table expects, decompression) and the page log's
-    /// bookkeeping; every record tree (order, counts, each record's encoding); every index
+    /// stopping at the first and without changing anything: both superblock slots (a damaged
+    /// slot is reported with its offset even though the store opened from the other) and the
+    /// checkpoint roots they name; every page's frame (checksum, header, page id and LSN the
+    /// table expects, decompression) and the page log's bookkeeping; every record tree (order, counts, each record's encoding); every index
     /// (exactly one entry per record, each the key of its record's value); the schema catalog;
     /// the history journal; the quarantine. Reads every page of the store: its cost grows with
     /// the store (run it in tests, in a diagnostics screen, or after a reported problem).
@@ -51,10 +52,11 @@ extension Store {
     ///   schema another process changed); damage is reported in the result.
     public func verify() throws -> VerificationReport {
         let snapshot = try snapshot()
+        let superblockProblems = records.log.verifySuperblock()
         let (pages, pageProblems) = records.log.verifyPages(in: snapshot.snapshot)
         let recordLayer = records.verify(snapshot)
         return VerificationReport(
-            problems: (pageProblems + recordLayer.problems).map { VerificationReport.Problem(file: $0.file, offset: $0.offset, what: $0.what) },
+            problems: (superblockProblems + pageProblems + recordLayer.problems).map { VerificationReport.Problem(file: $0.file, offset: $0.offset, what: $0.what) },
             pages: pages, records: recordLayer.records, indexEntries: recordLayer.indexEntries, historyParts: recordLayer.historyParts)
     }
 

@@ -220,9 +220,12 @@ struct Recovery {
 
     // MARK: Checkpoint
 
-    private mutating func loadCheckpoint() throws {
+    /// Reads and checks the checkpoint root `superblock` names, in `rootFile` (its segment):
+    /// a valid checkpoint frame at the slot's LSN whose root decodes, at that LSN, with a next
+    /// page id in range. Recovery loads it; verification reads every valid slot's.
+    /// - Throws: `PageLogError.corruption` at the root frame (or the field at fault); `.io`.
+    static func readCheckpointRoot(of superblock: Superblock, in rootFile: any StorageFile) throws -> CheckpointRoot {
         let address = superblock.root
-        guard let rootFile = files[address.segment] else { return }
         let (header, payload) = try PageLog.readFrame(in: rootFile, at: address.offset, length: address.length, decompress: true, mapped: false)
         guard header.kind == .checkpoint, header.lsn == superblock.checkpointLSN else {
             throw PageLogError.corruption(file: rootFile.path, offset: address.offset,
@@ -240,6 +243,13 @@ struct Recovery {
             throw PageLogError.corruption(file: rootFile.path, offset: address.offset + UInt64(FrameHeader.size) + 8,
                                           reason: "next page id \(root.nextPageID) exceeds the maximum \(PageLog.maximumPageID)")
         }
+        return root
+    }
+
+    private mutating func loadCheckpoint() throws {
+        let address = superblock.root
+        guard let rootFile = files[address.segment] else { return }
+        let root = try Self.readCheckpointRoot(of: superblock, in: rootFile)
         nextPageID = max(root.nextPageID, PageLog.firstAllocatablePageID)
         let entriesPerChunk = Int(root.chunkEntries)
         chunksNeedRewrite = entriesPerChunk != PageTable.chunkEntries

@@ -270,3 +270,82 @@ extension FailurePathTests {
         try reopened.close()
     }
 }
+
+extension FailurePathTests {
+    // MARK: Item 4: verify reports a damaged superblock slot
+
+    static let superblock = path + "/superblock"
+
+    /// The little-endian `UInt64` at `offset`.
+    static func uint64(_ bytes: [UInt8], at offset: Int) -> UInt64 {
+        (0..<8).reduce(0) { $0 | UInt64(bytes[offset + $1]) << (8 * $1) }
+    }
+
+    /// A closed store whose two superblock slots both hold a checkpoint.
+    static func checkpointedStore() throws -> MemoryFileSystem {
+        let fs = try makeStore()
+        let store = try open(fs)
+        try store.write { _ = try $0.insert(Parcel(label: "one more", weight: -1)) }
+        try store.checkpoint()
+        try store.close()
+        let bytes = try #require(fs.contents(of: superblock))
+        #expect(uint64(bytes, at: 32) >= 2 && uint64(bytes, at: 4096 + 32) >= 2, "both slots written")
+        return fs
+    }
+
+    /// A damaged superblock slot was invisible to `verify()` when the other slot was good (the
+    /// store opens from it). It must be reported, naming the slot and its offset in the file —
+    /// the slot in charge or the older one, a flipped byte or a zeroed slot.
+    @Test func verifyReportsADamagedSuperblockSlotEvenWhenTheOtherIsGood() throws {
+        for slot in 0..<2 {
+            for zeroed in [false, true] {
+                let fs = try Self.checkpointedStore()
+                var bytes = try #require(fs.contents(of: Self.superblock))
+                let start = slot * 4096
+                if zeroed {
+                    bytes.replaceSubrange(start..<(start + 128), with: repeatElement(0, count: 128))
+                } else {
+                    bytes[start + 40] ^= 0x01  // the checkpoint LSN: the slot's checksum no longer matches
+                }
+                fs.setContents(of: Self.superblock, to: bytes)
+                let store = try Self.open(fs)  // from the other slot
+                #expect(try Self.parcels(store).count == 301)
+                let report = try store.verify()
+                let context = "slot \(slot), \(zeroed ? "zeroed" : "one byte flipped")"
+                #expect(report.problems.count == 1, "\(context): \(report)")
+                let problem = try #require(report.problems.first, "\(context)")
+                #expect(problem.file == Self.superblock && problem.offset == UInt64(start + (zeroed ? 0 : 124)), "\(context): \(problem)")
+                #expect(problem.what.contains("superblock slot \(slot) (offset \(start))"), "\(context): \(problem)")
+                #expect(problem.what.contains(zeroed ? "all zero" : "checksum"), "\(context): \(problem)")
+                try store.close()
+            }
+        }
+        // A new store's slot 0, never written yet, is no problem.
+        let fresh = MemoryFileSystem()
+        let store = try Self.open(fresh)
+        try store.write { _ = try $0.insert(Parcel(label: "first", weight: 1)) }
+        #expect(try store.verify().isValid)
+        try store.close()
+    }
+
+    /// The checkpoint root the older slot names is what recovery falls back to when the newer
+    /// one is damaged; damage to it must be reported too, at its segment file and offset.
+    @Test func verifyReportsADamagedCheckpointRootOfTheOlderSlot() throws {
+        let fs = try Self.checkpointedStore()
+        let bytes = try #require(fs.contents(of: Self.superblock))
+        let older = Self.uint64(bytes, at: 32) < Self.uint64(bytes, at: 4096 + 32) ? 0 : 1
+        let segment = Self.uint64(bytes, at: older * 4096 + 48), offset = Self.uint64(bytes, at: older * 4096 + 56)
+        let hex = String(segment, radix: 16)
+        let segmentPath = Self.path + "/" + String(repeating: "0", count: 16 - hex.count) + hex + ".seg"
+        var segmentBytes = try #require(fs.contents(of: segmentPath))
+        segmentBytes[Int(offset) + 50] ^= 0x20  // inside the root's payload
+        fs.setContents(of: segmentPath, to: segmentBytes)
+        let store = try Self.open(fs)
+        let report = try store.verify()
+        #expect(report.problems.count == 1, "\(report)")
+        let problem = try #require(report.problems.first)
+        #expect(problem.file == segmentPath && problem.offset == offset, "\(problem)")
+        #expect(problem.what.contains("checkpoint root superblock slot \(older)"), "\(problem)")
+        try store.close()
+    }
+}
