@@ -43,7 +43,8 @@ extension Store {
     /// Checks the whole store as of this moment and reports every problem it finds, without
     /// stopping at the first and without changing anything: both superblock slots (a damaged
     /// slot is reported with its offset even though the store opened from the other) and the
-    /// checkpoint roots they name; every page's frame (checksum, header, page id and LSN the
+    /// checkpoint roots they name; that no segment file is shorter than the log this store
+    /// wrote to it (a cut that would lose committed transactions at the next open); every page's frame (checksum, header, page id and LSN the
     /// table expects, decompression) and the page log's bookkeeping; every record tree (order, counts, each record's encoding); every index
     /// (exactly one entry per record, each the key of its record's value); the schema catalog;
     /// the history journal; the quarantine. Reads every page of the store: its cost grows with
@@ -52,11 +53,11 @@ extension Store {
     ///   schema another process changed); damage is reported in the result.
     public func verify() throws -> VerificationReport {
         let snapshot = try snapshot()
-        let superblockProblems = records.log.verifySuperblock()
+        let logProblems = records.log.verifySuperblock() + records.log.verifyLogEnds()
         let (pages, pageProblems) = records.log.verifyPages(in: snapshot.snapshot)
         let recordLayer = records.verify(snapshot)
         return VerificationReport(
-            problems: (superblockProblems + pageProblems + recordLayer.problems).map { VerificationReport.Problem(file: $0.file, offset: $0.offset, what: $0.what) },
+            problems: (logProblems + pageProblems + recordLayer.problems).map { VerificationReport.Problem(file: $0.file, offset: $0.offset, what: $0.what) },
             pages: pages, records: recordLayer.records, indexEntries: recordLayer.indexEntries, historyParts: recordLayer.historyParts)
     }
 

@@ -130,4 +130,48 @@ extension PageLog {
             return reports
         }
     }
+
+    /// Checks that no segment file is shorter than the log this store knows it holds: the
+    /// active segment at least the bytes this writer handed to the file system, each sealed
+    /// one whose successor is present at least where the successor's header says its log
+    /// ends. A shorter file lost transactions committed after its end — what the next open
+    /// would take for a torn tail when nothing later pins the log (Docs/Testing.md, "What a
+    /// shortened log shows"). A follower checks nothing here: it takes a shorter log for its
+    /// writer's rollback (invariant 22) and reloads.
+    package func verifyLogEnds() -> [StoreProblem] {
+        guard follower == nil else { return [] }
+        return writerLock.withLock { _ -> [StoreProblem] in
+            let segments = shared.withLock { $0.segments }
+            var problems: [StoreProblem] = []
+            for (id, file) in segments.sorted(by: { $0.key < $1.key }) {
+                let name = path(StoreFileNames.segment(id))
+                let end: UInt64
+                let source: String
+                if id == writer.activeSegment {
+                    end = writer.flushedOffset
+                    source = "this store wrote its log up to offset \(end)"
+                } else if let next = segments[id + 1] {
+                    do {
+                        end = try SegmentHeader.decode(try next.read(count: SegmentHeader.size, at: 0)).previousSegmentEnd
+                    } catch {
+                        problems.append(StoreProblem(file: next.path, offset: 0, what: "the segment header cannot be read back: \(error)"))
+                        continue
+                    }
+                    source = "segment \(id + 1) says its log runs to offset \(end)"
+                } else {
+                    continue
+                }
+                do {
+                    let size = try file.size()
+                    if size < end {
+                        problems.append(StoreProblem(file: name, offset: size,
+                                                     what: "the file ends at offset \(size), but \(source): the transactions committed after offset \(size) are gone"))
+                    }
+                } catch {
+                    problems.append(StoreProblem(file: name, offset: nil, what: "the file's size cannot be read: \(error)"))
+                }
+            }
+            return problems
+        }
+    }
 }

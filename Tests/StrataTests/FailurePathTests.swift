@@ -349,3 +349,97 @@ extension FailurePathTests {
         try store.close()
     }
 }
+
+extension FailurePathTests {
+    // MARK: Item 5: a log shorter than the store knows it reached
+
+    /// The segment file with the highest id.
+    static func lastSegment(_ fs: MemoryFileSystem) throws -> String {
+        try #require(fs.allFiles().keys.filter { $0.hasSuffix(".seg") }.max())
+    }
+
+    /// A store whose log is cut inside its uncheckpointed tail opened cleanly and `verify()`
+    /// said nothing, though commits acknowledged durable were gone. While the store is open it
+    /// knows how far it wrote its log: `verify()` must report a segment file shorter than that.
+    /// After a kill nothing records it, and the reopened store is a committed prefix (the
+    /// limit Docs/Testing.md states, "What a shortened log shows").
+    @Test func verifyReportsALogShorterThanTheStoreWroteIt() throws {
+        let fs = MemoryFileSystem()
+        let store = try Self.open(fs)
+        for batch in 0..<5 {
+            try store.write { transaction in
+                for index in 0..<20 { _ = try transaction.insert(Parcel(label: "batch \(batch) parcel \(index)", weight: index)) }
+            }
+        }
+        #expect(try store.verify().isValid)
+        // Something cuts the active segment's last 8 bytes: the last commit frame is no longer whole.
+        let segment = try Self.lastSegment(fs)
+        var bytes = try #require(fs.contents(of: segment))
+        bytes.removeLast(8)
+        fs.setContents(of: segment, to: bytes)
+        let report = try store.verify()
+        #expect(report.problems.count == 1, "\(report)")
+        let problem = try #require(report.problems.first)
+        #expect(problem.file == segment && problem.offset == UInt64(bytes.count), "\(problem)")
+        #expect(problem.what.contains("transactions committed after offset \(bytes.count) are gone"), "\(problem)")
+        // The process is killed: the next open cannot tell the cut from a torn tail.
+        var random = SeededRandom(seed: 5)
+        fs.simulateCrash(mode: .keepAll, using: &random)
+        let reopened = try Self.open(fs)
+        #expect(try Self.parcels(reopened).count == 80)
+        #expect(try reopened.verify().isValid)
+        try reopened.close()
+    }
+
+    /// Where the store recorded how far its log reached — a checkpoint, and the checkpoint
+    /// every clean close writes — a log cut shorter than that never opens as if nothing were
+    /// lost: opening (writable or read-only) fails with corruption naming the segment file.
+    /// A cut after it opens a committed state at or after the checkpoint's: the uncheckpointed
+    /// commits after a kill are the part no open can vouch for.
+    @Test func aLogCutBeforeItsLastCheckpointDoesNotOpen() throws {
+        // A clean close, and a kill after a checkpoint and three more commits.
+        for killed in [false, true] {
+            let fs = try Self.makeStore(count: 200)
+            let reader = try Self.open(fs, readOnly: true)
+            var states: [[UInt64: Parcel]] = [try Self.parcels(reader)]
+            try reader.close()
+            if killed {
+                let store = try Self.open(fs)
+                for batch in 0..<3 {
+                    try store.write { _ = try $0.insert(Parcel(label: "after the checkpoint \(batch)", weight: batch)) }
+                    states.append(try Self.parcels(store))
+                }
+                var random = SeededRandom(seed: 6)
+                fs.simulateCrash(mode: .keepAll, using: &random)
+            }
+            let segment = try Self.lastSegment(fs)
+            let bytes = try #require(fs.contents(of: segment))
+            let superblock = try #require(fs.contents(of: Self.superblock))
+            // Where the newest slot's checkpoint root ends (its offset plus its length).
+            let newest = Self.uint64(superblock, at: 32) > Self.uint64(superblock, at: 4096 + 32) ? 0 : 4096
+            let rootEnd = Self.uint64(superblock, at: newest + 56) + UInt64(UInt32(truncatingIfNeeded: Self.uint64(superblock, at: newest + 64)))
+            #expect(segment.hasSuffix(String(Self.uint64(superblock, at: newest + 48), radix: 16) + ".seg"), "the root is in the last segment")
+            var failed = 0, opened = 0
+            for cut in stride(from: 64, to: bytes.count, by: 53) {
+                var files = fs.allFiles()
+                files[segment] = Array(bytes[..<cut])
+                for readOnly in [true, false] {
+                    let context = "\(killed ? "killed" : "closed") store, \(segment) cut to \(cut) bytes, read-only \(readOnly)"
+                    do {
+                        let store = try Self.open(MemoryFileSystem(files: files), readOnly: readOnly)
+                        let found = try Self.parcels(store)
+                        try store.close()
+                        #expect(UInt64(cut) >= rootEnd, "\(context): opened, though the checkpoint ends at \(rootEnd)")
+                        #expect(states.contains(found), "\(context): not a committed state")
+                        if !killed { #expect(found == states[0], "\(context): parcels lost") }
+                        opened += 1
+                    } catch let StrataError.corruption(file, _, _) {
+                        #expect(UInt64(cut) < rootEnd && file == segment, "\(context): corruption in \(file)")
+                        failed += 1
+                    }
+                }
+            }
+            #expect(failed > 0 && (killed ? opened > 0 : true), "failed \(failed), opened \(opened)")
+        }
+    }
+}
