@@ -32,6 +32,13 @@ public struct StorageOptions: Sendable {
     /// takes the writer's lock for a few milliseconds at a time. `Store.compact()` finishes it at once. False
     /// compresses inside the stage. Docs/Migrations.md, "Speed".
     public var defersMigrationCompression = true
+    /// Bytes the store keeps in reserve on the device (default 4 MiB; 0: none), as a file of
+    /// zeros, `reserve`, in its folder. When a write finds the device full, the store gives
+    /// them back at once (the save fails with `StrataError.io`, ``StrataError/isOutOfSpace``):
+    /// reopened, the store has room to delete records and ``Store/compact()``, which frees space
+    /// one segment at a time while the device is full and refills the reserve from what it
+    /// frees. Docs/Architecture.md, "Space reserve".
+    public var spaceReserve: Int
     /// Whether the deferred compression pass starts by itself when the store opens (tests
     /// turn it off to see the store before the pass; `Store.compact()` runs it).
     package var compressesDeferredLeavesInBackground = true
@@ -43,6 +50,7 @@ public struct StorageOptions: Sendable {
         checkpointInterval = defaults.checkpointInterval
         compression = defaults.compression
         automaticCompaction = defaults.automaticCompaction
+        spaceReserve = defaults.spaceReserve
     }
 
     /// The record layer's options these set.
@@ -61,6 +69,7 @@ public struct StorageOptions: Sendable {
         options.checkpointInterval = checkpointInterval
         options.compression = compression
         options.automaticCompaction = automaticCompaction
+        options.spaceReserve = spaceReserve
         return options
     }
 }

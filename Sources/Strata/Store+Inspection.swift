@@ -27,7 +27,9 @@ package final class StoreInspection: Sendable {
     /// - Throws: `StrataError.storeNotFound` when the folder holds no store (nothing is
     ///   created); `.corruption`, `.unsupportedFormatVersion`, `.io` as a read-only open does.
     package init(at path: String, fileSystem: any FileSystem = POSIXFileSystem()) throws {
-        guard PageLog.exists(directory: path, fileSystem: fileSystem) else { throw StrataError.storeNotFound(path: path) }
+        guard try translatingErrors({ try PageLog.holdsStore(directory: path, fileSystem: fileSystem) }) else {
+            throw StrataError.storeNotFound(path: path)
+        }
         self.path = path
         self.fileSystem = fileSystem
         let records = try translatingErrors {
@@ -195,7 +197,9 @@ extension StoreInspection {
     ///   `StoreInspectionError.migrationInProgress` when a migration was interrupted (only the
     ///   app that runs it may write the store until it is done); what opening and `body` throw.
     static func withWritableStore<T>(at path: String, fileSystem: any FileSystem, _ body: (RecordStore) throws -> T) throws -> T {
-        guard PageLog.exists(directory: path, fileSystem: fileSystem) else { throw StrataError.storeNotFound(path: path) }
+        guard try translatingErrors({ try PageLog.holdsStore(directory: path, fileSystem: fileSystem) }) else {
+            throw StrataError.storeNotFound(path: path)
+        }
         let records = try translatingErrors { RecordStore(log: try PageLog.open(directory: path, fileSystem: fileSystem)) }
         do {
             try refuseMigratingStore(records)
@@ -246,7 +250,7 @@ extension StoreInspection {
 /// Why the `strata` tool's maintenance refuses a store it could open.
 package enum StoreInspectionError: Error, Equatable, CustomStringConvertible {
     /// A migration from schema version `from` was interrupted: until the app that runs it
-    /// finishes (or undoes) it, checkpoints are held (Architecture.md, invariant 22) and nothing
+    /// finishes (or undoes) it, checkpoints are held (Architecture.md, invariant 26) and nothing
     /// else may write the store.
     case migrationInProgress(from: Schema.Version?)
 

@@ -78,7 +78,7 @@ extension Store {
                             cache: NodeCache(budget: configuration.cacheBytes), treeOptions: configuration.storage.recordTreeOptions)
             }
         }
-        if configuration.isReadOnly && !PageLog.exists(directory: path, fileSystem: fileSystem) {
+        if configuration.isReadOnly, try !translatingErrors({ try PageLog.holdsStore(directory: path, fileSystem: fileSystem) }) {
             throw StrataError.storeNotFound(path: path)
         }
         var records = try open()
@@ -459,10 +459,14 @@ extension Store {
     /// Runs `body` on the store at `path` opened for reading only what it needs, as a follower
     /// of whatever process writes it (`PageLog.open(…, readOnly: true)`): no lock, nothing
     /// written, not even at close.
-    /// - Throws: `StrataError.storeNotFound` (nothing is created), what opening and `body` throw.
+    /// - Throws: `StrataError.storeNotFound` (nothing is created) when the folder holds no
+    ///   store — not when it cannot be read (`.io`) or lost its superblock (`.corruption`) —
+    ///   and what opening and `body` throw.
     static func peek<T>(at path: String, configuration: Configuration, fileSystem: any FileSystem,
                         _ body: (RecordStore) throws -> T) throws -> T {
-        guard PageLog.exists(directory: path, fileSystem: fileSystem) else { throw StrataError.storeNotFound(path: path) }
+        guard try translatingErrors({ try PageLog.holdsStore(directory: path, fileSystem: fileSystem) }) else {
+            throw StrataError.storeNotFound(path: path)
+        }
         return try translatingErrors {
             let records = RecordStore(log: try PageLog.open(directory: path, fileSystem: fileSystem, options: configuration.storage.pageLogOptions,
                                                             readOnly: true),

@@ -40,23 +40,28 @@ public struct VerificationReport: Sendable, CustomStringConvertible {
 }
 
 extension VerificationReport {
-    /// Checks `snapshot` of `records`: the page log's frames and bookkeeping, then the record
-    /// layer (`Store.verify()`, and the `strata` tool through `StoreInspection`).
+    /// Checks `snapshot` of `records`: the superblock slots and the log's length, the page
+    /// log's frames and bookkeeping, then the record layer (`Store.verify()`, and the `strata`
+    /// tool through `StoreInspection`).
     init(checking snapshot: RecordSnapshot, of records: RecordStore) {
+        let logProblems = records.log.verifySuperblock() + records.log.verifyLogEnds()
         let (pages, pageProblems) = records.log.verifyPages(in: snapshot.snapshot)
         let recordLayer = records.verify(snapshot)
-        self.init(problems: (pageProblems + recordLayer.problems).map { Problem(file: $0.file, offset: $0.offset, what: $0.what) },
+        self.init(problems: (logProblems + pageProblems + recordLayer.problems).map { Problem(file: $0.file, offset: $0.offset, what: $0.what) },
                   pages: pages, records: recordLayer.records, indexEntries: recordLayer.indexEntries, historyParts: recordLayer.historyParts)
     }
 }
 
 extension Store {
     /// Checks the whole store as of this moment and reports every problem it finds, without
-    /// stopping at the first and without changing anything: every page's frame (checksum,
-    /// header, page id and LSN the table expects, decompression) and the page log's
-    /// bookkeeping; every record tree (order, counts, each record's encoding); every index
-    /// (exactly one entry per record, each the key of its record's value); the schema catalog;
-    /// the history journal; the quarantine. Reads every page of the store: its cost grows with
+    /// stopping at the first and without changing anything: both superblock slots (a damaged
+    /// slot is reported with its offset even though the store opened from the other) and the
+    /// checkpoint roots they name; that no segment file is shorter than the log this store
+    /// wrote to it (a cut that would lose committed transactions at the next open); every
+    /// page's frame (checksum, header, page id and LSN the table expects, decompression) and
+    /// the page log's bookkeeping; every record tree (order, counts, each record's encoding);
+    /// every index (exactly one entry per record, each the key of its record's value); the
+    /// schema catalog; the history journal; the quarantine. Reads every page of the store: its cost grows with
     /// the store (run it in tests, in a diagnostics screen, or after a reported problem).
     /// - Throws: only when the store cannot be read at all (closed; a read-only store whose
     ///   schema another process changed); damage is reported in the result.

@@ -48,7 +48,10 @@ public final class Store: Sendable {
         /// latest commit (`Store.refresh()`, Docs/Architecture.md "Reader processes"). A store
         /// written by a newer version of the app, whose changes since this app's version were all
         /// lightweight, opens through this app's version (its records read as this version's
-        /// types) instead of throwing `storeIsNewer`.
+        /// types) instead of throwing `storeIsNewer`. It creates no store: a folder holding none
+        /// throws `StrataError.storeNotFound`; one this process may not read throws `.io`
+        /// (permission denied), one whose superblock file was lost `.corruption`, as a
+        /// writable open does.
         public var isReadOnly = false
         /// Called with the progress of a migration opening runs (see `MigrationProgress`), on
         /// the opening thread; keep it short. `Store.opening(…)` delivers the same as a stream.

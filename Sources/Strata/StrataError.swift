@@ -7,8 +7,10 @@ import StrataRecords
 /// and what is wrong, and nothing is skipped, repaired or wiped.
 public enum StrataError: Error, Sendable, Equatable, CustomStringConvertible {
     /// A system call failed (`operation` such as `"pwrite"` or `"fdatasync"`, with `errno`).
-    /// After a failed write or sync the store instance refuses further writes (`poisoned`);
-    /// reopening the store recovers the last durable state.
+    /// `reason` names the error symbolically (`EROFS`, `ENOTDIR`, …); the description adds
+    /// what to do about it where that is known (`remedy`). After a failed write or sync the
+    /// store instance refuses further writes (`poisoned`); reopening the store recovers the
+    /// last durable state.
     case io(operation: String, path: String, offset: UInt64?, errno: Int32, reason: String)
     /// Bytes that should hold committed data are damaged.
     case corruption(file: String, offset: UInt64, reason: String)
@@ -68,7 +70,10 @@ public enum StrataError: Error, Sendable, Equatable, CustomStringConvertible {
     case migrationRequired(stored: Schema.Version?, required: Schema.Version)
     /// The store was opened read-only (`Configuration.isReadOnly`): nothing can be written.
     case readOnly
-    /// There is no store at `path` (opening read-only, or reading a store's schema, creates none).
+    /// There is no store at `path` (opening read-only, or reading a store's schema, creates none):
+    /// the folder is missing or holds no store file. A folder or file this process may not read
+    /// is `.io` (permission denied), a folder whose superblock file is gone while its segment
+    /// files remain `.corruption` — never this.
     case storeNotFound(path: String)
     /// Another process (or store instance) changed the store's schema catalog — it registered a
     /// new schema version, or finished a migration — after this read-only store bound its schema
@@ -87,16 +92,49 @@ public enum StrataError: Error, Sendable, Equatable, CustomStringConvertible {
     /// A history consumer name that cannot be registered.
     case invalidHistoryConsumer(name: String, reason: String)
 
-    /// Whether the device or quota was full (`ENOSPC` or `EDQUOT` on Linux).
+    /// Whether the device or quota was full (`ENOSPC` or `EDQUOT`).
     public var isOutOfSpace: Bool {
-        if case .io(_, _, _, let code, _) = self { return code == 28 || code == 122 }
+        if case .io(_, _, _, let code, _) = self { return ["ENOSPC", "EDQUOT"].contains(IOError.name(ofErrno: code)?.symbol) }
         return false
+    }
+
+    /// For an `io` error, what to do about it, when its `errno` says: a read-only file system
+    /// is read with `Configuration.isReadOnly`, a store path must name a folder, a full device
+    /// needs space freed. Nil for other errors.
+    public var remedy: String? {
+        guard case .io(_, let path, _, let code, _) = self, let symbol = IOError.name(ofErrno: code)?.symbol else { return nil }
+        switch symbol {
+        case "EROFS":
+            return "the file system is read-only: open the store with Store.Configuration.isReadOnly = true to read it"
+        case "EACCES", "EPERM":
+            return "this process may not use \(path): give it read and write access to the store's folder and files "
+                + "(a process that may only read them opens the store with Store.Configuration.isReadOnly = true)"
+        case "ENOTDIR":
+            return "a part of \(path) is a file, not a folder: a store's path must name a folder, or a place where one can be created"
+        case "EISDIR":
+            return "\(path) is a folder where the store keeps a file: remove it, or choose another path for the store"
+        case "ENOSPC", "EDQUOT":
+            return "the device (or the user's quota) is full: the store gave back its space reserve; reopen it, delete records and "
+                + "call compact() to free space (or free space on the device)"
+        case "EIO":
+            return "the device failed to read or write: copy the store's folder to other storage and run verify() on the copy"
+        case "EMFILE", "ENFILE":
+            return "too many files are open: close stores and files the app no longer uses"
+        case "ENAMETOOLONG", "ELOOP":
+            return "the path is too long or loops through symbolic links: choose a shorter, direct path for the store"
+        case "ENOLCK", "EOPNOTSUPP", "ENOSYS":
+            return "the file system does not support the locks a store needs: keep the store on a local file system"
+        case "ENOENT":
+            return "a file of the store is missing: something other than Strata removed it"
+        default:
+            return nil
+        }
     }
 
     /// A sentence for a person: what failed, where, and why.
     public var description: String {
         switch self {
-        case .io(_, _, _, _, let reason): "I/O error: \(reason)"
+        case .io(_, _, _, _, let reason): "I/O error: \(reason)" + (remedy.map { "; \($0)" } ?? "")
         case .corruption(let file, let offset, let reason): "corruption in \(file) at offset \(offset): \(reason)"
         case .poisoned(let cause):
             "the store refuses writes after an earlier I/O failure (\(cause)); reopen it to recover the last durable state"
@@ -172,7 +210,7 @@ public enum StrataError: Error, Sendable, Equatable, CustomStringConvertible {
 
     init(_ error: PageLogError) {
         switch error {
-        case .io(let io): self = .io(operation: io.operation, path: io.path, offset: io.offset, errno: io.code, reason: io.description)
+        case .io(let io): self = .io(operation: io.operation, path: io.path, offset: io.offset, errno: io.errnoCode, reason: io.description)
         case .corruption(let file, let offset, let reason): self = .corruption(file: file, offset: offset, reason: reason)
         case .poisoned(let cause): self = .poisoned(cause: cause)
         case .locked(let path): self = .locked(path: path)

@@ -60,6 +60,12 @@ package protocol StorageFile: AnyObject, Sendable {
     func status() throws -> FileStatus
     /// Sets the size of the file.
     func truncate(to size: UInt64) throws
+    /// Extends the file with zeros to `size` bytes (nothing when it is that long already) so
+    /// that the device holds blocks for all of them: unlike extending it with `truncate`, which
+    /// leaves a hole on most file systems, this takes the space, and it is the file's until it
+    /// is shortened or removed. Durable after `sync`. Throws `IOError` `.noSpace` when the
+    /// device cannot hold them (some may have been written). The default writes the zeros.
+    func allocate(upTo size: UInt64) throws
     /// Closes the file. Later calls fail.
     func close()
 }
@@ -111,6 +117,20 @@ extension StorageFile {
     /// Writes all of `bytes` at `offset`.
     package func write(_ bytes: [UInt8], at offset: UInt64) throws {
         try bytes.withUnsafeBytes { try write($0, at: offset) }
+    }
+
+    /// Writes zeros from the end of the file to `size`, in pieces of up to 256 KiB.
+    package func allocate(upTo size: UInt64) throws {
+        var offset = try self.size()
+        guard offset < size else { return }
+        let zeros = [UInt8](repeating: 0, count: Int(min(size - offset, 256 << 10)))
+        try zeros.withUnsafeBytes { zeros in
+            while offset < size {
+                let count = Int(min(size - offset, UInt64(zeros.count)))
+                try write(UnsafeRawBufferPointer(rebasing: zeros[0..<count]), at: offset)
+                offset += UInt64(count)
+            }
+        }
     }
 }
 

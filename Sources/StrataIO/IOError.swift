@@ -42,19 +42,36 @@ package struct IOError: Error, Sendable, Equatable, CustomStringConvertible {
         self.code = code
     }
 
+    /// The error of a call that failed with `errno` `code`, its kind derived from the code.
+    package init(errnoCode code: Int32, operation: String, path: String, offset: UInt64? = nil) {
+        self.init(Platform.kind(ofError: code), operation: operation, path: path, offset: offset, code: code)
+    }
+
+    /// `operation failed on path at offset N: meaning (SYMBOL)`, e.g. `open failed on
+    /// /data/store/LOCK: read-only file system (EROFS)`.
     package var description: String {
         var text = "\(operation) failed on \(path)"
         if let offset { text += " at offset \(offset)" }
         switch kind {
-        case .noSpace: text += ": no space left on device"
-        case .ioError: text += ": input/output error"
-        case .notFound: text += ": no such file or directory"
-        case .alreadyExists: text += ": file exists"
-        case .permissionDenied: text += ": permission denied"
-        case .locked: text += ": the store is locked by another writer"
-        case .crashed: text += ": simulated power loss"
-        case .other(let value): text += ": errno \(value)"
+        case .locked: return text + ": the store is locked by another writer"
+        case .crashed: return text + ": simulated power loss"
+        default: break
         }
-        return text
+        let code = errnoCode
+        guard let (symbol, meaning) = Self.name(ofErrno: code) else { return text + ": errno \(code)" }
+        return text + ": \(meaning) (\(symbol))"
+    }
+
+    /// The `errno` the call failed with: `code`, or for a simulated error without one, the
+    /// code its kind stands for.
+    package var errnoCode: Int32 {
+        if code != 0 { return code }
+        return Platform.code(standingFor: kind)
+    }
+
+    /// The symbolic name (`"EROFS"`) and meaning (`"read-only file system"`) of an `errno`
+    /// value of this platform; nil for a code without one here.
+    package static func name(ofErrno code: Int32) -> (symbol: String, meaning: String)? {
+        Platform.name(ofErrno: code)
     }
 }

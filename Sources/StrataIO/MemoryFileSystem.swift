@@ -16,6 +16,15 @@ import Synchronization
 /// operation fail with an `IOError` (nothing is applied) or cut the power: the operation
 /// and every later one fail with `.crashed` until `simulateCrash` is called.
 ///
+/// Capacity: `setCapacity` makes the device hold at most so many bytes of file contents: a
+/// write that does not fit writes what fits and fails with `ENOSPC`, as a short write on a full
+/// device does; removing or shortening files frees space.
+///
+/// Permissions: `setAccessRule` installs a closure consulted whenever a path is opened,
+/// listed, looked up, created, renamed, removed or locked. It can refuse with an `errno`, as
+/// file permissions (`EACCES`, which tests running as root cannot get from the real file
+/// system) or a read-only mount (`EROFS`) would.
+///
 /// Thread-safe: all state is behind one mutex.
 package final class MemoryFileSystem: FileSystem, Sendable {
     /// What happens to each unsynced write at a simulated crash.
@@ -60,6 +69,15 @@ package final class MemoryFileSystem: FileSystem, Sendable {
         case crash
     }
 
+    /// How a call uses a path, as shown to an access rule.
+    package enum Access: Sendable, Equatable {
+        /// Reading: opening a file read-only, listing a folder, looking a path up.
+        case read
+        /// Changing: opening a file for reading and writing, creating, renaming or removing
+        /// a file or folder, taking a lock.
+        case readWrite
+    }
+
     private enum DirectoryOperation {
         case link(name: String, inode: Inode)
         case unlink(name: String)
@@ -77,6 +95,8 @@ package final class MemoryFileSystem: FileSystem, Sendable {
         var crashed = false
         var generation = 0
         var injector: (@Sendable (Operation) -> Fault?)?
+        var accessRule: (@Sendable (String, Access) -> Int32?)?
+        var capacity: Int?
     }
 
     private let state = Lock(State())
@@ -114,6 +134,24 @@ package final class MemoryFileSystem: FileSystem, Sendable {
     package func setFaultInjector(_ injector: (@Sendable (Operation) -> Fault?)?) {
         state.withLock { $0.injector = injector }
     }
+
+    /// Installs (or removes, with nil) a closure consulted whenever a path is opened, listed,
+    /// looked up, created, renamed, removed or locked, with how the call uses it: an `errno`
+    /// it returns fails the call as the real file system would with that code (nothing is
+    /// applied; a path refused for reading does not exist for `fileExists`, as `stat` fails).
+    package func setAccessRule(_ rule: (@Sendable (_ path: String, _ access: Access) -> Int32?)?) {
+        state.withLock { $0.accessRule = rule }
+    }
+
+    /// Makes the device hold at most `bytes` bytes of file contents (nil: unlimited, the
+    /// default). Files are counted at their current size, once each however many names they
+    /// have; a file removed while open no longer counts.
+    package func setCapacity(_ bytes: Int?) {
+        state.withLock { $0.capacity = bytes }
+    }
+
+    /// Bytes of file contents held now (what `setCapacity` limits).
+    package var usedBytes: Int { state.withLock { Self.usedBytes($0) } }
 
     /// The number of mutating operations and of syncs performed so far.
     package var counters: (operations: Int, syncs: Int) {
@@ -243,6 +281,7 @@ package final class MemoryFileSystem: FileSystem, Sendable {
     package func openFile(_ path: String, create: Bool) throws -> any StorageFile {
         try state.withLock { state in
             try Self.checkAlive(&state, "open", path)
+            try Self.checkAccess(state, path, .readWrite, "open")
             if state.entries[path] == nil {
                 guard create else { throw IOError(.notFound, operation: "open", path: path) }
                 try Self.checkParent(state, path, "open")
@@ -259,6 +298,7 @@ package final class MemoryFileSystem: FileSystem, Sendable {
     package func openForReading(_ path: String) throws -> any StorageFile {
         try state.withLock { state in
             try Self.checkAlive(&state, "open", path)
+            try Self.checkAccess(state, path, .read, "open")
             guard let inode = state.entries[path] else { throw IOError(.notFound, operation: "open", path: path) }
             return MemoryFile(fileSystem: self, path: path, inode: inode, generation: state.generation, readOnly: true)
         }
@@ -266,10 +306,11 @@ package final class MemoryFileSystem: FileSystem, Sendable {
 
     package func createDirectory(_ path: String) throws {
         // Directories themselves are durable at once: a store folder is made before any file in it.
-        state.withLock { state in
+        try state.withLock { state in
             var partial = ""
             for component in path.split(separator: "/") {
                 partial += "/" + component
+                if !state.directories.contains(partial) { try Self.checkAccess(state, partial, .readWrite, "mkdir") }
                 state.directories.insert(partial)
             }
         }
@@ -278,6 +319,7 @@ package final class MemoryFileSystem: FileSystem, Sendable {
     package func contentsOfDirectory(_ path: String) throws -> [String] {
         try state.withLock { state in
             let directory = Self.normalize(path)
+            try Self.checkAccess(state, path, .read, "opendir")
             guard state.directories.contains(directory) else {
                 throw IOError(.notFound, operation: "opendir", path: path)
             }
@@ -296,12 +338,16 @@ package final class MemoryFileSystem: FileSystem, Sendable {
     }
 
     package func fileExists(_ path: String) -> Bool {
-        state.withLock { $0.entries[path] != nil || $0.directories.contains(Self.normalize(path)) }
+        state.withLock { state in
+            guard state.accessRule?(path, .read) == nil else { return false }
+            return state.entries[path] != nil || state.directories.contains(Self.normalize(path))
+        }
     }
 
     package func removeFile(_ path: String) throws {
         try state.withLock { state in
             try Self.checkAlive(&state, "unlink", path)
+            try Self.checkAccess(state, path, .readWrite, "unlink")
             guard state.entries[path] != nil else { throw IOError(.notFound, operation: "unlink", path: path) }
             try Self.admit(&state, .remove, path)
             state.entries[path] = nil
@@ -312,6 +358,8 @@ package final class MemoryFileSystem: FileSystem, Sendable {
     package func rename(_ source: String, to destination: String) throws {
         try state.withLock { state in
             try Self.checkAlive(&state, "rename", source)
+            try Self.checkAccess(state, source, .readWrite, "rename")
+            try Self.checkAccess(state, destination, .readWrite, "rename")
             guard let inode = state.entries[source] else { throw IOError(.notFound, operation: "rename", path: source) }
             try Self.admit(&state, .rename, source)
             state.entries[source] = nil
@@ -324,6 +372,7 @@ package final class MemoryFileSystem: FileSystem, Sendable {
     package func syncDirectory(_ path: String) throws {
         try state.withLock { state in
             try Self.checkAlive(&state, "fsync", path)
+            try Self.checkAccess(state, path, .read, "open")
             try Self.admit(&state, .syncDirectory, path)
             state.syncCount += 1
             // Directory operations are kept whole for simplicity of the model: all of them
@@ -341,6 +390,7 @@ package final class MemoryFileSystem: FileSystem, Sendable {
     package func lock(_ path: String, exclusive: Bool) throws -> any FileLock {
         try state.withLock { state in
             try Self.checkAlive(&state, "flock", path)
+            try Self.checkAccess(state, path, .readWrite, "open")
             guard !state.locks.contains(path) else { throw IOError(.locked, operation: "flock", path: path) }
             state.locks.insert(path)
             return MemoryLock(fileSystem: self, path: path, generation: state.generation)
@@ -368,9 +418,18 @@ package final class MemoryFileSystem: FileSystem, Sendable {
         try state.withLock { state in
             let inode = try Self.inode(&state, file, path, generation, "pwrite")
             try Self.admit(&state, .write, path, offset: offset)
-            let data = [UInt8](bytes)
-            Self.apply(&inode.current, offset: Int(offset), data: data[...])
-            inode.pending.append(.write(offset: Int(offset), bytes: data))
+            var data = [UInt8](bytes)
+            // A full device takes what fits (a short write) and refuses the rest.
+            let growth = max(0, Int(offset) + data.count - inode.current.count)
+            let refused = growth - Self.room(state, growing: inode, to: Int(offset) + data.count)
+            if refused > 0 { data.removeLast(min(refused, data.count)) }
+            if !data.isEmpty {
+                Self.apply(&inode.current, offset: Int(offset), data: data[...])
+                inode.pending.append(.write(offset: Int(offset), bytes: data))
+            }
+            if refused > 0 {
+                throw IOError(errnoCode: 28, operation: "pwrite", path: path, offset: offset + UInt64(data.count))  // ENOSPC
+            }
         }
     }
 
@@ -380,6 +439,21 @@ package final class MemoryFileSystem: FileSystem, Sendable {
             try Self.admit(&state, .truncate, path)
             Self.resize(&inode.current, to: Int(size))
             inode.pending.append(.truncate(size: Int(size)))
+        }
+    }
+
+    fileprivate func allocate(_ path: String, _ file: Inode, generation: Int, upTo size: UInt64) throws {
+        try state.withLock { state in
+            let inode = try Self.inode(&state, file, path, generation, "fallocate")
+            guard Int(size) > inode.current.count else { return }
+            try Self.admit(&state, .write, path, offset: UInt64(inode.current.count))
+            guard Self.room(state, growing: inode, to: Int(size)) == Int(size) - inode.current.count else {
+                throw IOError(errnoCode: 28, operation: "fallocate", path: path)  // ENOSPC; nothing taken
+            }
+            // As a write of zeros at the end: pending until synced.
+            let start = inode.current.count
+            Self.resize(&inode.current, to: Int(size))
+            inode.pending.append(.write(offset: start, bytes: [UInt8](repeating: 0, count: Int(size) - start)))
         }
     }
 
@@ -417,6 +491,27 @@ package final class MemoryFileSystem: FileSystem, Sendable {
 
     private static func checkAlive(_ state: inout State, _ operation: String, _ path: String) throws {
         if state.crashed { throw IOError(.crashed, operation: operation, path: path) }
+    }
+
+    /// Bytes of file contents held: every file reachable by a name, once.
+    private static func usedBytes(_ state: State) -> Int {
+        var seen = Set<ObjectIdentifier>()
+        var total = 0
+        for inode in state.entries.values where seen.insert(ObjectIdentifier(inode)).inserted { total += inode.current.count }
+        return total
+    }
+
+    /// How many of the bytes `inode` would gain by growing to `end` the device has room for
+    /// (all of them without a capacity).
+    private static func room(_ state: State, growing inode: Inode, to end: Int) -> Int {
+        let growth = max(0, end - inode.current.count)
+        guard let capacity = state.capacity, growth > 0 else { return growth }
+        return max(0, min(growth, capacity - usedBytes(state)))
+    }
+
+    /// Throws the error the access rule gives `path` for `access`, if any.
+    private static func checkAccess(_ state: State, _ path: String, _ access: Access, _ operation: String) throws {
+        if let code = state.accessRule?(path, access) { throw IOError(errnoCode: code, operation: operation, path: path) }
     }
 
     private static func checkParent(_ state: State, _ path: String, _ operation: String) throws {
@@ -551,6 +646,11 @@ private final class MemoryFile: StorageFile, @unchecked Sendable {
     func truncate(to size: UInt64) throws {
         try checkWritable("ftruncate")
         try fileSystem.truncate(path, inode, generation: generation, to: size)
+    }
+
+    func allocate(upTo size: UInt64) throws {
+        try checkWritable("fallocate")
+        try fileSystem.allocate(path, inode, generation: generation, upTo: size)
     }
 
     func close() { closed.store(true, ordering: .relaxed) }

@@ -228,6 +228,5 @@ final class POSIXLock: FileLock, @unchecked Sendable {
 }
 
 private func posixError(_ operation: String, _ path: String, offset: UInt64? = nil) -> IOError {
-    let code = Platform.errno
-    return IOError(Platform.kind(ofError: code), operation: operation, path: path, offset: offset, code: code)
+    IOError(errnoCode: Platform.errno, operation: operation, path: path, offset: offset)
 }

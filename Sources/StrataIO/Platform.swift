@@ -55,6 +55,57 @@ enum Platform {
         }
     }
 
+    /// The `errno` a kind of error stands for (a simulated error without a code of its own).
+    static func code(standingFor kind: IOError.Kind) -> Int32 {
+        switch kind {
+        case .noSpace: return ENOSPC
+        case .ioError: return EIO
+        case .notFound: return ENOENT
+        case .alreadyExists: return EEXIST
+        case .permissionDenied: return EACCES
+        case .locked: return EWOULDBLOCK
+        case .crashed: return EIO
+        case .other(let value): return value
+        }
+    }
+
+    /// The symbolic name (`"EROFS"`) and meaning (`"read-only file system"`) of an `errno`
+    /// value of this platform; nil for a code without one here.
+    static func name(ofErrno code: Int32) -> (symbol: String, meaning: String)? {
+        switch code {
+        case EPERM: ("EPERM", "operation not permitted")
+        case ENOENT: ("ENOENT", "no such file or directory")
+        case EINTR: ("EINTR", "interrupted system call")
+        case EIO: ("EIO", "input/output error")
+        case ENXIO: ("ENXIO", "no such device or address")
+        case EBADF: ("EBADF", "bad file descriptor")
+        case ENOMEM: ("ENOMEM", "out of memory")
+        case EACCES: ("EACCES", "permission denied")
+        case EBUSY: ("EBUSY", "device or resource busy")
+        case EEXIST: ("EEXIST", "file exists")
+        case EXDEV: ("EXDEV", "cross-device link")
+        case ENODEV: ("ENODEV", "no such device")
+        case ENOTDIR: ("ENOTDIR", "not a directory")
+        case EISDIR: ("EISDIR", "is a directory")
+        case EINVAL: ("EINVAL", "invalid argument")
+        case ENFILE: ("ENFILE", "too many open files in the system")
+        case EMFILE: ("EMFILE", "too many open files")
+        case EFBIG: ("EFBIG", "file too large")
+        case ENOSPC: ("ENOSPC", "no space left on device")
+        case EROFS: ("EROFS", "read-only file system")
+        case EMLINK: ("EMLINK", "too many links")
+        case EAGAIN: ("EAGAIN", "resource temporarily unavailable")
+        case ENAMETOOLONG: ("ENAMETOOLONG", "file name too long")
+        case ENOLCK: ("ENOLCK", "no locks available")
+        case ENOSYS: ("ENOSYS", "function not implemented")
+        case ELOOP: ("ELOOP", "too many levels of symbolic links")
+        case EOPNOTSUPP: ("EOPNOTSUPP", "operation not supported")
+        case EDQUOT: ("EDQUOT", "disk quota exceeded")
+        case ESTALE: ("ESTALE", "stale file handle")
+        default: nil
+        }
+    }
+
     // MARK: paths
 
     /// How `open` opens a path. Every descriptor is close-on-exec.

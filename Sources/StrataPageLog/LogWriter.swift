@@ -43,6 +43,8 @@ final class LogWriter: @unchecked Sendable {
     var chunkLocations: [PageLocation]
     var dirtyChunks: Set<Int>
     var bytesSinceCheckpoint: UInt64 = 0
+    /// Bytes of the segments deleted since the space reserve was last refilled (invariant 33).
+    var freedSinceRefill: UInt64 = 0
     var superblock: Superblock
     var superblockFile: any StorageFile
     var rootAddress: FrameAddress

@@ -7,10 +7,12 @@ extension PageLog {
     /// 2. write the checkpoint root (chunk addresses + segment usage);
     /// 3. sync the active segment;
     /// 4. write the superblock slot the new epoch selects, sync the superblock file;
-    /// 5. delete retired segments nothing can need any more.
+    /// 5. delete retired segments nothing can need any more, and refill the space reserve
+    ///    (invariant 33) from the space they held — unless `refillingReserve` is false (a
+    ///    compaction, which refills once at its end: until then it needs that room itself).
     /// A crash before step 4 completes leaves the previous superblock in charge; recovery
     /// replays through the new frames, which change nothing.
-    func checkpointLocked() throws {
+    func checkpointLocked(refillingReserve: Bool = true) throws {
         let lsn = writer.lastLSN
         // 1. Dirty chunks.
         if writer.chunkLocations.count < writer.table.chunkCount {
@@ -61,6 +63,15 @@ extension PageLog {
         writer.bytesSinceCheckpoint = 0
         // 5. Retired segments.
         try deleteRetiredSegments()
+        if refillingReserve { refillReserve() }
+    }
+
+    /// Refills the space reserve (invariant 33) by the bytes of the segments deleted since the
+    /// last refill, so it never takes back more than the store itself gave up.
+    func refillReserve() {
+        guard writer.freedSinceRefill > 0 else { return }
+        reserve?.refill(upTo: writer.freedSinceRefill)
+        writer.freedSinceRefill = 0
     }
 
     /// Deletes segments emptied by compaction once both superblock slots point past them and
@@ -77,12 +88,15 @@ extension PageLog {
         }
         guard !deleted.isEmpty else { return }
         writer.retired = kept
+        var freed: UInt64 = 0
         for id in deleted {
             let file = shared.withLock { $0.segments.removeValue(forKey: id) }
             file?.close()
+            freed += writer.usage[id]?.totalBytes ?? 0
             writer.usage[id] = nil
             try io { try fileSystem.removeFile(path(StoreFileNames.segment(id))) }
         }
         try io { try fileSystem.syncDirectory(directory) }
+        writer.freedSinceRefill += freed
     }
 }

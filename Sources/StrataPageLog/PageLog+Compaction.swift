@@ -31,6 +31,9 @@ extension PageLog {
         let target = max(1.0, targetAmplification ?? options.maximumSpaceAmplification * 0.75)
         var report = CompactionReport()
         let retiredBefore = Set(writer.retired.map(\.segment))
+        let segmentsBefore = Set(writer.usage.keys)
+        // Whether segments retired (by this call or before) wait for the final pair of checkpoints.
+        var awaitingDeletion = !retiredBefore.isEmpty
         // The active segment's dead space is reclaimed only once it is sealed: when the log
         // needs compacting and at least half of the active segment (and 64 KiB) is dead, seal it
         // now, so its live pages move like any other segment's. (A small store's migration
@@ -51,23 +54,32 @@ extension PageLog {
             let candidates = writer.usage.filter { id, usage in
                 id < firstNewSegment && !retired.contains(id) && usage.liveBytes + UInt64(SegmentHeader.size) < usage.totalBytes
             }
-            // The emptiest segment first; ties by id, so a run is reproducible.
+            // The emptiest segment first; ties by id, so a run is reproducible. Low on space
+            // (invariant 33), the one with the fewest live bytes: the least room to move it.
+            let lowOnSpace = isLowOnSpace
             guard let victim = candidates.min(by: { a, b in
-                let left = Double(a.value.liveBytes) / Double(max(a.value.totalBytes, 1))
-                let right = Double(b.value.liveBytes) / Double(max(b.value.totalBytes, 1))
+                let left = lowOnSpace ? Double(a.value.liveBytes) : Double(a.value.liveBytes) / Double(max(a.value.totalBytes, 1))
+                let right = lowOnSpace ? Double(b.value.liveBytes) : Double(b.value.liveBytes) / Double(max(b.value.totalBytes, 1))
                 return left != right ? left < right : a.key < b.key
             })?.key else { break }
             let (pages, bytes) = try relocate(segment: victim)
             report.retiredSegments.append(victim)
             report.relocatedPages += pages
             report.relocatedBytes += bytes
+            awaitingDeletion = true
+            if lowOnSpace {
+                // Delete it now (invariant 10), so the next one moves into the room it leaves.
+                try checkpointLocked(refillingReserve: false)
+                try checkpointLocked(refillingReserve: false)
+                awaitingDeletion = false
+            }
         }
-        if !report.retiredSegments.isEmpty || !retiredBefore.isEmpty {
-            let before = Set(writer.usage.keys)
-            try checkpointLocked()
-            try checkpointLocked()
-            report.deletedSegments = before.subtracting(writer.usage.keys).sorted()
+        if awaitingDeletion {
+            try checkpointLocked(refillingReserve: false)
+            try checkpointLocked(refillingReserve: false)
         }
+        refillReserve()
+        report.deletedSegments = segmentsBefore.subtracting(writer.usage.keys).sorted()
         return report
     }
 

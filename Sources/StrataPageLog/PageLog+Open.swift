@@ -45,17 +45,8 @@ extension PageLog {
         var segmentIDs = names.compactMap(StoreFileNames.segmentID).sorted()
         var created = false
         if !names.contains(StoreFileNames.superblock) {
-            if !segmentIDs.isEmpty {
-                // Creation writes segment 1 (header + empty checkpoint) before the superblock; a
-                // crash in between leaves exactly that. Anything more means a lost superblock.
-                let first = joinPath(directory, StoreFileNames.segment(1))
-                let size = try io { try fileSystem.openFile(first, create: false).size() }
-                guard segmentIDs == [1], size <= UInt64(creationSegmentSize) else {
-                    throw PageLogError.corruption(file: joinPath(directory, StoreFileNames.superblock), offset: 0,
-                                                  reason: "the superblock file is missing but the folder holds \(segmentIDs.count) segment file(s)")
-                }
-                try io { try fileSystem.removeFile(first) }
-            }
+            try checkNoStore(directory: directory, fileSystem: fileSystem, segmentIDs: segmentIDs)
+            if !segmentIDs.isEmpty { try io { try fileSystem.removeFile(joinPath(directory, StoreFileNames.segment(1))) } }
             try createStore(directory: directory, fileSystem: fileSystem)
             segmentIDs = [1]
             created = true
@@ -63,6 +54,44 @@ extension PageLog {
         return try recover(directory: directory, fileSystem: fileSystem, options: options, segmentIDs: segmentIDs, created: created,
                            readOnly: false) { recovery, superblockFile in
             try recovery.finish(superblockFile: superblockFile, lock: lock)
+        }
+    }
+
+    /// Whether `directory` holds a store, without opening it: true when it holds a superblock
+    /// file; false when the folder is missing, or holds no superblock and no segment file
+    /// beyond what a creation interrupted before its superblock leaves (that is no store yet).
+    /// Writes nothing.
+    /// - Throws: `PageLogError.io` when the folder cannot be listed (permission denied, a file
+    ///   where the folder should be); `.corruption` when the superblock file is missing while
+    ///   segment files remain (a lost superblock is not an absent store).
+    package static func holdsStore(directory: String, fileSystem: any FileSystem) throws -> Bool {
+        let names: [String]
+        do {
+            names = try fileSystem.contentsOfDirectory(directory)
+        } catch let error as IOError where error.kind == .notFound {
+            return false
+        } catch let error as IOError {
+            throw PageLogError.io(error)
+        }
+        if names.contains(StoreFileNames.superblock) { return true }
+        try checkNoStore(directory: directory, fileSystem: fileSystem, segmentIDs: names.compactMap(StoreFileNames.segmentID).sorted())
+        return false
+    }
+
+    /// Checks that a folder without a superblock holds no store: no segment file (`segmentIDs`),
+    /// or only segment 1 no longer than a new store's — creation writes segment 1 (header and
+    /// empty checkpoint) before the superblock, and a crash in between leaves exactly that.
+    /// - Throws: `PageLogError.corruption` for anything more: the superblock was lost.
+    static func checkNoStore(directory: String, fileSystem: any FileSystem, segmentIDs: [UInt64]) throws {
+        guard !segmentIDs.isEmpty else { return }
+        let size = try translatingIOErrors {
+            let first = try fileSystem.openForReading(joinPath(directory, StoreFileNames.segment(1)))
+            defer { first.close() }
+            return try first.size()
+        }
+        guard segmentIDs == [1], size <= UInt64(creationSegmentSize) else {
+            throw PageLogError.corruption(file: joinPath(directory, StoreFileNames.superblock), offset: 0,
+                                          reason: "the superblock file is missing but the folder holds \(segmentIDs.count) segment file(s)")
         }
     }
 

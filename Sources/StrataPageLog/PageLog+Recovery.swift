@@ -220,9 +220,12 @@ struct Recovery {
 
     // MARK: Checkpoint
 
-    private mutating func loadCheckpoint() throws {
+    /// Reads and checks the checkpoint root `superblock` names, in `rootFile` (its segment):
+    /// a valid checkpoint frame at the slot's LSN whose root decodes, at that LSN, with a next
+    /// page id in range. Recovery loads it; verification reads every valid slot's.
+    /// - Throws: `PageLogError.corruption` at the root frame (or the field at fault); `.io`.
+    static func readCheckpointRoot(of superblock: Superblock, in rootFile: any StorageFile) throws -> CheckpointRoot {
         let address = superblock.root
-        guard let rootFile = files[address.segment] else { return }
         let (header, payload) = try PageLog.readFrame(in: rootFile, at: address.offset, length: address.length, decompress: true, mapped: false)
         guard header.kind == .checkpoint, header.lsn == superblock.checkpointLSN else {
             throw PageLogError.corruption(file: rootFile.path, offset: address.offset,
@@ -240,6 +243,13 @@ struct Recovery {
             throw PageLogError.corruption(file: rootFile.path, offset: address.offset + UInt64(FrameHeader.size) + 8,
                                           reason: "next page id \(root.nextPageID) exceeds the maximum \(PageLog.maximumPageID)")
         }
+        return root
+    }
+
+    private mutating func loadCheckpoint() throws {
+        let address = superblock.root
+        guard let rootFile = files[address.segment] else { return }
+        let root = try Self.readCheckpointRoot(of: superblock, in: rootFile)
         nextPageID = max(root.nextPageID, PageLog.firstAllocatablePageID)
         let entriesPerChunk = Int(root.chunkEntries)
         chunksNeedRewrite = entriesPerChunk != PageTable.chunkEntries
@@ -441,40 +451,27 @@ struct Recovery {
 
     // MARK: Finish
 
-    /// Builds the page log. When the tail was cut, writing continues in a new segment, so the
-    /// bytes after the cut are never read again (Docs/Architecture.md, invariant 6).
+    /// Builds the page log. When the tail was cut, the last segment is truncated at the cut
+    /// and synced before anything is appended, so the bytes after the cut are never read
+    /// again — and opening needs no new space, even on a full device (Docs/Architecture.md,
+    /// invariants 6 and 33).
     func finish(superblockFile: any StorageFile, lock: any FileLock) throws -> PageLog {
-        var usage = self.usage
-        var segments = files
-        var activeSegment = end.segment
-        var activeOffset = end.offset
-        var activeFile: any StorageFile
+        let usage = self.usage
+        let segments = files
         guard let lastFile = files[end.segment] else {
             throw PageLogError.corruption(file: path(StoreFileNames.segment(end.segment)), offset: 0, reason: "segment missing")
         }
-        activeFile = lastFile
         do {
-            if end.offset < lastSegmentSize {
-                usage[end.segment]?.totalBytes = lastSegmentSize
-                let id = (files.keys.max() ?? end.segment) + 1
-                try lastFile.sync()
-                var header = SegmentHeader(storeID: superblock.storeID, segmentID: id, previousSegmentID: end.segment,
-                                           previousSegmentEnd: end.offset)
-                header.formatVersion = superblock.formatVersion
-                activeFile = try fileSystem.createFileDurably(named: StoreFileNames.segment(id), in: directory,
-                                                              contents: header.encoded())
-                activeSegment = id
-                activeOffset = UInt64(SegmentHeader.size)
-                segments[id] = activeFile
-                usage[id] = SegmentUsage(totalBytes: UInt64(SegmentHeader.size), liveBytes: 0)
-            } else {
-                // What was read may still be only in the page cache (a killed process); sync it
-                // before commit records may claim it durable.
-                try lastFile.sync()
-            }
+            if end.offset < lastSegmentSize { try lastFile.truncate(to: end.offset) }
+            // What was read may still be only in the page cache (a killed process); sync it
+            // (and the cut) before commit records may claim it durable.
+            try lastFile.sync()
         } catch let error as IOError {
             throw PageLogError.io(error)
         }
+        let activeSegment = end.segment
+        let activeOffset = end.offset
+        let activeFile = lastFile
         // Free ids as ranges, ascending, then reversed so the lowest are handed out first.
         var free: [Range<UInt64>] = []
         func add(_ range: Range<UInt64>) {
@@ -529,6 +526,7 @@ struct Recovery {
         }
         return PageLog(fileSystem: fileSystem, directory: directory, options: options, storeID: superblock.storeID,
                        recoveryReport: report, writer: writer, segments: segments,
-                       durablePosition: LogPosition(segment: activeSegment, offset: activeOffset), lock: lock)
+                       durablePosition: LogPosition(segment: activeSegment, offset: activeOffset), lock: lock,
+                       reserve: SpaceReserve.open(directory: directory, fileSystem: fileSystem, capacity: options.spaceReserve))
     }
 }

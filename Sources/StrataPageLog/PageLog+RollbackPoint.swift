@@ -8,11 +8,6 @@ import StrataIO
 /// and every byte before that end stay untouched; only appends happen. Undoing is then
 /// cutting the log back: `rollBack(directory:fileSystem:to:)` on the closed store.
 extension PageLog {
-    /// Whether `directory` holds a store (its superblock), without opening it.
-    package static func exists(directory: String, fileSystem: any FileSystem) -> Bool {
-        fileSystem.fileExists(joinPath(directory, StoreFileNames.superblock))
-    }
-
     /// Cuts the log of the closed store in `directory` back to `position`: segments after
     /// `position.segment` are deleted (newest first), that segment is truncated to
     /// `position.offset` and synced, then the folder is synced. Opening the store afterwards

@@ -62,6 +62,8 @@ package final class PageLog: Sendable {
     let lock: Lock<(any FileLock)?>
     /// A follower's replay state (nil for a writer); touched only with `writerLock` held.
     let follower: LogFollower?
+    /// A writer's space reserve (invariant 33); nil for a follower or with `spaceReserve` 0.
+    let reserve: SpaceReserve?
 
     struct SharedState {
         var table: PageTable
@@ -82,7 +84,8 @@ package final class PageLog: Sendable {
 
     init(fileSystem: any FileSystem, directory: String, options: PageLogOptions, storeID: StoreID,
          recoveryReport: RecoveryReport, writer: LogWriter, segments: [UInt64: any StorageFile],
-         durablePosition: LogPosition, lock: (any FileLock)?, follower: LogFollower? = nil, mappableEnd: LogPosition? = nil) {
+         durablePosition: LogPosition, lock: (any FileLock)?, follower: LogFollower? = nil, mappableEnd: LogPosition? = nil,
+         reserve: SpaceReserve? = nil) {
         self.fileSystem = fileSystem
         self.directory = directory
         self.options = options
@@ -95,6 +98,7 @@ package final class PageLog: Sendable {
         self.durable = Lock(durablePosition)
         self.lock = Lock(lock)
         self.follower = follower
+        self.reserve = reserve
         formatVersion = writer.superblock.formatVersion
     }
 
@@ -312,15 +316,24 @@ package final class PageLog: Sendable {
     }
 
     /// Runs a write-path I/O operation; a failure poisons the instance (no retry: after a
-    /// failed fdatasync the kernel may already have dropped the dirty pages).
+    /// failed fdatasync the kernel may already have dropped the dirty pages). A full device
+    /// also releases the space reserve (invariant 33), so the store can open again.
     func io<T>(_ body: () throws -> T) throws -> T {
         do {
             return try body()
         } catch let error as IOError {
             failure.withLock { if $0 == nil { $0 = error.description } }
+            if error.kind == .noSpace { reserve?.release() }
             throw PageLogError.io(error)
         }
     }
+
+    /// Whether the space reserve is not full (invariant 33): a write met a full device and
+    /// compaction has not freed enough since. False without a reserve.
+    package var isLowOnSpace: Bool { reserve?.isLow ?? false }
+
+    /// Bytes the space reserve holds now (0 without one; tests and diagnostics).
+    package var spaceReserveBytes: UInt64 { reserve?.size ?? 0 }
 
     /// Makes the log durable at least up to `position` (group commit: a caller whose commit
     /// was covered by another caller's sync returns without syncing). The durable position

@@ -19,6 +19,9 @@ package struct PageLogOptions: Sendable {
     package var writeBufferSize = 1 << 20
     /// The largest page accepted.
     package var maximumPageSize = 16 << 20
+    /// Bytes of the space reserve (invariant 33), the file whose blocks the store gives back
+    /// when the device fills, so it can still open, delete and compact; 0: none.
+    package var spaceReserve = 4 << 20
     /// Build the frames of a large transaction's page writes (LZ4, header, CRC32C) on a
     /// background worker while the caller goes on (Architecture.md, invariant 17). The bytes
     /// written are the same either way; off, every frame is built on the calling thread.

@@ -145,6 +145,7 @@ struct FzStore {
         configuration.storage.compression = compression
         configuration.storage.segmentSize = 16 << 10  // several segment files
         configuration.storage.automaticCompaction = false
+        configuration.storage.spaceReserve = 0  // zeros only: damage drawn on it would be wasted
         configuration.cacheBytes = 1 << 20
         return configuration
     }

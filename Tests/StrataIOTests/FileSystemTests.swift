@@ -139,6 +139,56 @@ import StrataTestSupport
         #expect(fs.isCrashed)
         #expect(throws: IOError.self) { _ = try fs.openFile("/d/g", create: true) }
     }
+
+    /// A full device takes what fits of a write (a short write) and refuses the rest with
+    /// ENOSPC; an allocation that does not fit takes nothing; removing or cutting files frees.
+    @Test func aFullDeviceTakesWhatFitsAndFreesWhatIsRemoved() throws {
+        let fs = MemoryFileSystem()
+        try fs.createDirectory("/d")
+        let a = try fs.openFile("/d/a", create: true)
+        try a.write([UInt8](repeating: 1, count: 1000), at: 0)
+        fs.setCapacity(1500)
+        #expect(fs.usedBytes == 1000)
+        try a.write([UInt8](repeating: 2, count: 300), at: 900)  // 200 new bytes: fits
+        let b = try fs.openFile("/d/b", create: true)
+        do {
+            try b.write([UInt8](repeating: 3, count: 500), at: 0)
+            Issue.record("a write past the capacity succeeded")
+        } catch let error as IOError {
+            #expect(error.kind == .noSpace && error.code == 28 && error.offset == 300, "\(error)")
+        }
+        #expect(try b.size() == 300 && fs.usedBytes == 1500)  // the short write's part stays
+        #expect(throws: IOError.self) { try b.allocate(upTo: 400) }
+        #expect(try b.size() == 300)
+        try a.write([UInt8](repeating: 4, count: 100), at: 0)  // an overwrite needs no room
+        try b.truncate(to: 100)
+        try b.allocate(upTo: 300)
+        #expect(try b.read(count: 300, at: 0) == [UInt8](repeating: 3, count: 100) + [UInt8](repeating: 0, count: 200))
+        try fs.removeFile("/d/a")
+        #expect(fs.usedBytes == 300)
+        try b.write([UInt8](repeating: 5, count: 1000), at: 300)
+    }
+
+    /// An access rule refuses as permissions would: the errno it gives, nothing applied, and a
+    /// path refused for reading does not exist for `fileExists`.
+    @Test func anAccessRuleRefusesWithItsErrno() throws {
+        let fs = MemoryFileSystem()
+        try fs.createDirectory("/d")
+        try fs.openFile("/d/a", create: true).write([1], at: 0)
+        fs.setAccessRule { path, access in path.hasPrefix("/d/a") ? 13 : (access == .readWrite ? 30 : nil) }  // EACCES, EROFS
+        #expect(!fs.fileExists("/d/a") && fs.fileExists("/d"))
+        for attempt in [{ _ = try fs.openForReading("/d/a") }, { _ = try fs.openFile("/d/a", create: false) }] {
+            do { try attempt(); Issue.record("a refused open succeeded") } catch let error as IOError {
+                #expect(error.kind == .permissionDenied && error.code == 13, "\(error)")
+            }
+        }
+        do { _ = try fs.openFile("/d/b", create: true); Issue.record("a create on a read-only mount succeeded") } catch let error as IOError {
+            #expect(error.code == 30 && error.description.hasSuffix("read-only file system (EROFS)"), "\(error)")
+        }
+        #expect(try fs.contentsOfDirectory("/d") == ["a"])
+        fs.setAccessRule(nil)
+        #expect(try fs.openForReading("/d/a").read(count: 1, at: 0) == [1])
+    }
 }
 
 /// What page log followers rely on (Architecture.md invariant 32), on both file systems: a

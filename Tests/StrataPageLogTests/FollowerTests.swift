@@ -356,8 +356,9 @@ import StrataTestSupport
     }
 
     /// Bytes after the last frame — a torn or unfinished append — end the log for a follower
-    /// without an error; the writer that opens next cuts them and continues in a new segment,
-    /// which the follower then follows. Damage in a sealed segment is still corruption.
+    /// without an error; the writer that opens next truncates them and appends in their place
+    /// (invariant 6), which the follower then follows. Damage in a sealed segment is still
+    /// corruption.
     @Test func aTornTailIsWhereTheWriterAppends() throws {
         var random = SeededRandom(seed: 38)
         var options = smallOptions()
@@ -379,12 +380,17 @@ import StrataTestSupport
         #expect(try contents(of: follower) == pages)
         #expect(try !follower.refresh())
         #expect(fs.counters.operations == before)
-        let writer = try PageLog.open(directory: storePath, fileSystem: fs, options: options)  // cuts, starts segment 2
+        let writer = try PageLog.open(directory: storePath, fileSystem: fs, options: options)  // truncates at the cut
         for _ in 0..<3 { try Self.change(writer, &pages, &random) }
         #expect(try follower.refresh())
         #expect(try contents(of: follower) == pages)
-        #expect(try #require(follower.followerPosition).segment == 2)
+        #expect(try #require(follower.followerPosition).segment == 1)
         #expect(follower.followerReloads == 0)
+        try writer.write { txn in try txn.write(try txn.allocatePageID(), bytes: random.bytes(1_040_000)) }  // rolls to segment 2
+        pages = try contents(of: writer)
+        #expect(try follower.refresh())
+        #expect(try contents(of: follower) == pages)
+        #expect(try #require(follower.followerPosition).segment == 2)
         try follower.close()
         // A flipped byte in a frame of segment 1, now sealed (segment 2 says where it ends):
         // corruption for a follower too, not a torn tail.

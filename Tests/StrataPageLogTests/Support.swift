@@ -12,6 +12,7 @@ func smallOptions() -> PageLogOptions {
     options.automaticCompaction = false
     options.writeBufferSize = 4 << 10
     options.compactionMinimumBytes = 0
+    options.spaceReserve = 64 << 10
     return options
 }
 
