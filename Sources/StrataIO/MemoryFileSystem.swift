@@ -399,7 +399,7 @@ package final class MemoryFileSystem: FileSystem, Sendable {
 
     // MARK: File operations (called by MemoryFile)
 
-    fileprivate func read(_ path: String, _ file: Inode, generation: Int, into buffer: UnsafeMutableRawBufferPointer, at offset: UInt64) throws -> Int {
+    func read(_ path: String, _ file: Inode, generation: Int, into buffer: UnsafeMutableRawBufferPointer, at offset: UInt64) throws -> Int {
         try state.withLock { state in
             let inode = try Self.inode(&state, file, path, generation, "pread")
             let start = Int(clamping: offset)
@@ -414,7 +414,7 @@ package final class MemoryFileSystem: FileSystem, Sendable {
         }
     }
 
-    fileprivate func write(_ path: String, _ file: Inode, generation: Int, _ bytes: UnsafeRawBufferPointer, at offset: UInt64) throws {
+    func write(_ path: String, _ file: Inode, generation: Int, _ bytes: UnsafeRawBufferPointer, at offset: UInt64) throws {
         try state.withLock { state in
             let inode = try Self.inode(&state, file, path, generation, "pwrite")
             try Self.admit(&state, .write, path, offset: offset)
@@ -433,7 +433,7 @@ package final class MemoryFileSystem: FileSystem, Sendable {
         }
     }
 
-    fileprivate func truncate(_ path: String, _ file: Inode, generation: Int, to size: UInt64) throws {
+    func truncate(_ path: String, _ file: Inode, generation: Int, to size: UInt64) throws {
         try state.withLock { state in
             let inode = try Self.inode(&state, file, path, generation, "ftruncate")
             try Self.admit(&state, .truncate, path)
@@ -442,7 +442,7 @@ package final class MemoryFileSystem: FileSystem, Sendable {
         }
     }
 
-    fileprivate func allocate(_ path: String, _ file: Inode, generation: Int, upTo size: UInt64) throws {
+    func allocate(_ path: String, _ file: Inode, generation: Int, upTo size: UInt64) throws {
         try state.withLock { state in
             let inode = try Self.inode(&state, file, path, generation, "fallocate")
             guard Int(size) > inode.current.count else { return }
@@ -457,7 +457,7 @@ package final class MemoryFileSystem: FileSystem, Sendable {
         }
     }
 
-    fileprivate func sync(_ path: String, _ file: Inode, generation: Int) throws {
+    func sync(_ path: String, _ file: Inode, generation: Int) throws {
         try state.withLock { state in
             let inode = try Self.inode(&state, file, path, generation, "fdatasync")
             try Self.admit(&state, .sync, path)
@@ -467,13 +467,13 @@ package final class MemoryFileSystem: FileSystem, Sendable {
         }
     }
 
-    fileprivate func size(_ path: String, _ file: Inode, generation: Int) throws -> UInt64 {
+    func size(_ path: String, _ file: Inode, generation: Int) throws -> UInt64 {
         try state.withLock { state in
             UInt64(try Self.inode(&state, file, path, generation, "fstat").current.count)
         }
     }
 
-    fileprivate func status(_ path: String, _ file: Inode, generation: Int) throws -> FileStatus {
+    func status(_ path: String, _ file: Inode, generation: Int) throws -> FileStatus {
         try state.withLock { state in
             let inode = try Self.inode(&state, file, path, generation, "fstat")
             // Linked while some name refers to this inode (a removed or renamed-over file is not).
@@ -481,7 +481,7 @@ package final class MemoryFileSystem: FileSystem, Sendable {
         }
     }
 
-    fileprivate func unlock(_ path: String, generation: Int) {
+    func unlock(_ path: String, generation: Int) {
         state.withLock { state in
             if state.generation == generation { state.locks.remove(path) }
         }
@@ -574,103 +574,5 @@ package final class MemoryFileSystem: FileSystem, Sendable {
         var path = path
         while path.count > 1 && path.hasSuffix("/") { path.removeLast() }
         return path.isEmpty ? "/" : path
-    }
-}
-
-/// A file's contents; handles refer to it directly, so a renamed or unlinked file stays
-/// usable through handles opened before (POSIX semantics).
-private final class Inode: @unchecked Sendable {
-    // Only touched with the file system's mutex held.
-    var durable: [UInt8] = []
-    var current: [UInt8] = []
-    var pending: [PendingWrite] = []
-}
-
-private enum PendingWrite {
-    case write(offset: Int, bytes: [UInt8])
-    case truncate(size: Int)
-}
-
-private final class MemoryFile: StorageFile, @unchecked Sendable {
-    let fileSystem: MemoryFileSystem
-    let path: String
-    let inode: Inode  // touched only through the file system, under its mutex
-    let generation: Int
-    /// Opened with `openForReading`: writes, truncations and syncs fail with EBADF, as
-    /// through an `O_RDONLY` descriptor.
-    let readOnly: Bool
-    private let closed = Atomic<Bool>(false)
-
-    init(fileSystem: MemoryFileSystem, path: String, inode: Inode, generation: Int, readOnly: Bool = false) {
-        self.fileSystem = fileSystem
-        self.path = path
-        self.inode = inode
-        self.generation = generation
-        self.readOnly = readOnly
-    }
-
-    private func checkOpen(_ operation: String) throws {
-        if closed.load(ordering: .relaxed) { throw IOError(.other(9), operation: operation, path: path) }  // EBADF
-    }
-
-    private func checkWritable(_ operation: String) throws {
-        try checkOpen(operation)
-        if readOnly { throw IOError(.other(9), operation: operation, path: path, code: 9) }  // EBADF
-    }
-
-    func read(into buffer: UnsafeMutableRawBufferPointer, at offset: UInt64) throws -> Int {
-        try checkOpen("pread")
-        return try fileSystem.read(path, inode, generation: generation, into: buffer, at: offset)
-    }
-
-    func write(_ bytes: UnsafeRawBufferPointer, at offset: UInt64) throws {
-        try checkWritable("pwrite")
-        try fileSystem.write(path, inode, generation: generation, bytes, at: offset)
-    }
-
-    func sync() throws {
-        try checkWritable("fdatasync")
-        try fileSystem.sync(path, inode, generation: generation)
-    }
-
-    func size() throws -> UInt64 {
-        try checkOpen("fstat")
-        return try fileSystem.size(path, inode, generation: generation)
-    }
-
-    func status() throws -> FileStatus {
-        try checkOpen("fstat")
-        return try fileSystem.status(path, inode, generation: generation)
-    }
-
-    func truncate(to size: UInt64) throws {
-        try checkWritable("ftruncate")
-        try fileSystem.truncate(path, inode, generation: generation, to: size)
-    }
-
-    func allocate(upTo size: UInt64) throws {
-        try checkWritable("fallocate")
-        try fileSystem.allocate(path, inode, generation: generation, upTo: size)
-    }
-
-    func close() { closed.store(true, ordering: .relaxed) }
-}
-
-private final class MemoryLock: FileLock, Sendable {
-    let fileSystem: MemoryFileSystem
-    let path: String
-    let generation: Int
-    private let released = Atomic<Bool>(false)
-
-    init(fileSystem: MemoryFileSystem, path: String, generation: Int) {
-        self.fileSystem = fileSystem
-        self.path = path
-        self.generation = generation
-    }
-
-    deinit { unlock() }
-
-    func unlock() {
-        if !released.exchange(true, ordering: .relaxed) { fileSystem.unlock(path, generation: generation) }
     }
 }

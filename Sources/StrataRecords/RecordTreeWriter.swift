@@ -16,9 +16,9 @@ package final class RecordTreeWriter {
     // The writer's stored properties and its node handles skip dynamic exclusivity checks:
     // it is used on one thread and no access to one of them overlaps another (the checks were
     // ~4 % of a bulk insert).
-    private final class Leaf { @exclusivity(unchecked) var node: LeafNode; init(_ node: LeafNode) { self.node = node } }
-    private final class Interior { @exclusivity(unchecked) var node: InteriorNode; init(_ node: InteriorNode) { self.node = node } }
-    private enum Node { case leaf(Leaf), interior(Interior) }
+    final class Leaf { @exclusivity(unchecked) var node: LeafNode; init(_ node: LeafNode) { self.node = node } }
+    final class Interior { @exclusivity(unchecked) var node: InteriorNode; init(_ node: InteriorNode) { self.node = node } }
+    enum Node { case leaf(Leaf), interior(Interior) }
 
     let transaction: PageLogTransaction
     let entityID: UInt32
@@ -29,15 +29,15 @@ package final class RecordTreeWriter {
     var indexes: EntityIndexes?
     /// The transaction's history journal, told of every change (set by `RecordTransaction`).
     var journal: HistoryRecorder?
-    @exclusivity(unchecked) private var nodes: TreeNodes<Node>
+    @exclusivity(unchecked) var nodes: TreeNodes<Node>
     /// The leaf the last operation used, the path to it and the id range it covers: runs of
     /// nearby ids (bulk inserts) skip the descent. Cleared by every structural change.
-    @exclusivity(unchecked) private var hint: (leaf: UInt64, node: Leaf, path: [(UInt64, Int)], low: UInt64, high: UInt64?)?
+    @exclusivity(unchecked) var hint: (leaf: UInt64, node: Leaf, path: [(UInt64, Int)], low: UInt64, high: UInt64?)?
     /// The page last marked dirty, which stays dirty (and the same node) until the dirty nodes
     /// are written or it is discarded; 0 for none (no node has page id 0).
-    @exclusivity(unchecked) private var lastMarked: UInt64 = 0
+    @exclusivity(unchecked) var lastMarked: UInt64 = 0
     /// Whether this writer changed the tree.
-    @exclusivity(unchecked) package private(set) var changed = false
+    @exclusivity(unchecked) package internal(set) var changed = false
 
     package init(transaction: PageLogTransaction, root: RecordTreeRoot, entityID: UInt32, schemaVersion: UInt32,
                  options: RecordTreeOptions = RecordTreeOptions()) {
@@ -469,147 +469,6 @@ package final class RecordTreeWriter {
             try discard(root.rootPageID)
             root.rootPageID = only
             hint = nil
-        }
-    }
-
-    // MARK: Nodes
-
-    /// The leaf that holds (or would hold) `id`, the interior path to it, and the first id
-    /// past the leaf's range (nil for the last leaf of the tree).
-    private func findLeaf(_ id: UInt64) throws -> (path: [(UInt64, Int)], leafID: UInt64, leaf: Leaf, high: UInt64?) {
-        if let hint, id >= hint.low, hint.high.map({ id < $0 }) ?? true {
-            return (hint.path, hint.leaf, hint.node, hint.high)
-        }
-        let (path, leafID, low, high) = try descend(to: id)
-        let leaf = try loadLeaf(leafID)
-        hint = (leafID, leaf, path, low, high)
-        return (path, leafID, leaf, high)
-    }
-
-    /// The interior path to the leaf that holds (or would hold) `id`: (page id, child index)
-    /// pairs, and the range of ids that leaf covers.
-    private func descend(to id: UInt64) throws -> (path: [(UInt64, Int)], leaf: UInt64, low: UInt64, high: UInt64?) {
-        var path: [(UInt64, Int)] = []
-        var pageID = root.rootPageID
-        var low: UInt64 = 0
-        var high: UInt64?
-        while true {
-            switch try load(pageID) {
-            case .leaf:
-                return (path, pageID, low, high)
-            case .interior(let interior):
-                let index = interior.node.childIndex(for: id)
-                path.append((pageID, index))
-                low = max(low, interior.node.firstIDs[index])
-                if index + 1 < interior.node.count {
-                    let upper = interior.node.firstIDs[index + 1]
-                    high = high.map { min($0, upper) } ?? upper
-                }
-                pageID = interior.node.children[index]
-                guard path.count < 64 else { throw RecordTreeError.corruptNode(pageID: pageID, reason: "tree deeper than 64 levels") }
-            }
-        }
-    }
-
-    private func load(_ pageID: UInt64) throws -> Node {
-        if let node = nodes.node(pageID) { return node }
-        guard let page = try transaction.read(pageID, mapped: mappedReads) else { throw RecordTreeError.missingPage(pageID: pageID) }
-        let node = try Self.decodeNode(page.bytes, pageID: pageID)
-        remember(pageID, node, bytes: page.bytes.count)
-        return node
-    }
-
-    /// A node from its page's bytes.
-    private static func decodeNode(_ bytes: [UInt8], pageID: UInt64) throws -> Node {
-        do {
-            switch bytes.first.flatMap(NodeKind.init(rawValue:)) {
-            case .leaf: return .leaf(Leaf(try LeafNode.decode(bytes)))
-            case .interior: return .interior(Interior(try InteriorNode.decode(bytes)))
-            case nil: throw FormatError("unknown node kind")
-            }
-        } catch let error as FormatError {
-            throw RecordTreeError.corruptNode(pageID: pageID, reason: error.reason)
-        }
-    }
-
-    /// Keeps an unmodified node for reuse (see `TreeNodes`); the leaf hint goes when the
-    /// unmodified nodes are forgotten.
-    private func remember(_ pageID: UInt64, _ node: Node, bytes: Int) {
-        if nodes.remember(pageID, node, bytes: bytes) { hint = nil }
-    }
-
-    private func loadLeaf(_ pageID: UInt64) throws -> Leaf {
-        guard case .leaf(let leaf) = try load(pageID) else {
-            throw RecordTreeError.corruptNode(pageID: pageID, reason: "expected a leaf")
-        }
-        return leaf
-    }
-
-    private func loadInterior(_ pageID: UInt64) throws -> Interior {
-        guard case .interior(let interior) = try load(pageID) else {
-            throw RecordTreeError.corruptNode(pageID: pageID, reason: "expected an interior node")
-        }
-        return interior
-    }
-
-    private func markDirty(_ pageID: UInt64, _ node: Node) {
-        // Runs of changes to one leaf (bulk inserts) mark it once, not once per record.
-        guard pageID != lastMarked else { return }
-        nodes.markDirty(pageID, node)
-        lastMarked = pageID
-        changed = true
-    }
-
-    private func discard(_ pageID: UInt64) throws {
-        changed = true
-        hint = nil
-        lastMarked = 0
-        nodes.forget(pageID)
-        try transaction.free(pageID)
-    }
-
-    private func writeDirtyNodes() throws {
-        lastMarked = 0
-        let forgot = try nodes.writeDirty(writeNode)
-        if forgot { hint = nil }
-    }
-
-    /// Writes the modified node of `pageID` now and forgets it (a later change reads it back
-    /// from the log).
-    private func writeNow(_ pageID: UInt64) throws {
-        guard let node = nodes.takeDirty(pageID) else { return }
-        if lastMarked == pageID { lastMarked = 0 }
-        if hint?.leaf == pageID { hint = nil }
-        _ = try writeNode(pageID, node)
-    }
-
-    /// Encodes and writes one node; returns the bytes written.
-    private func writeNode(_ pageID: UInt64, _ node: Node) throws -> [UInt8] {
-        let bytes: [UInt8]
-        let compress: Bool?
-        var directoryLength: Int?
-        switch node {
-        case .leaf(let leaf):
-            bytes = leaf.node.encoded()
-            compress = options.compressLeaves ? nil : false
-            // Point lookups read leaves in part: header and directory first (raw in the frame).
-            directoryLength = LeafNode.headerSize + leaf.node.count * LeafNode.entrySize
-        case .interior(let interior):
-            bytes = interior.node.encoded()
-            compress = nil
-        }
-        try transaction.write(pageID, entityID: entityID, schemaVersion: schemaVersion, bytes: bytes, compress: compress,
-                              directoryLength: directoryLength)
-        return bytes
-    }
-
-    private func materialize(_ leaf: LeafNode, _ index: Int) throws -> [UInt8] {
-        guard leaf.isOverflow(index) else { return Array(leaf.bytes(index)) }
-        let reference = try Array(leaf.bytes(index)).withUnsafeBytes { try OverflowReference.decode($0) }
-        return try OverflowReader.assemble(reference) { chunk, append in
-            guard let page = try transaction.read(chunk) else { return false }
-            try page.bytes.withUnsafeBytes(append)
-            return true
         }
     }
 }
