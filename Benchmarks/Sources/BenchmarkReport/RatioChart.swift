@@ -63,6 +63,10 @@ package enum RatioChart {
         }
         canvas.text((plotLeft + plotRight) / 2, plotBottom + 30, "ratio (Strata ÷ peer)", size: 11, anchor: "middle")
 
+        // Ratio 1 under the bars and their labels.
+        canvas.line(x.position(1), top - 10, x.position(1), plotBottom, stroke: "#c00000", width: 1.5)
+        canvas.text(x.position(1) + 3, top - 12, "1: as fast as the peer", size: 10, fill: "#c00000")
+
         var y = top
         var previous: String?
         for bar in bars {
@@ -78,8 +82,6 @@ package enum RatioChart {
                         size: 10)
             y += barHeight + barGap
         }
-        canvas.line(x.position(1), top - 10, x.position(1), plotBottom, stroke: "#c00000", width: 1.5)
-        canvas.text(x.position(1) + 3, top - 12, "1: as fast as the peer", size: 10, fill: "#c00000")
         return canvas.text
     }
 }

@@ -23,8 +23,8 @@ import Testing
         #expect(series.map(\.label) == [
             "Strata, lightweight (add isFavorite)",
             "Strata, transform split (mapConcurrently)",
-            "Strata, transform split (mapConcurrently), total work (+ compact())",
-            "SQLite, the same change (UPDATE)",
+            "Strata, transform split, total work (open + compact())",
+            "SQLite UPDATE, run beside the transform split",
         ])
         // Points sorted by size, 10M included.
         #expect(series[0].points.map(\.records) == [100_000, 1_000_000])
