@@ -69,7 +69,7 @@ package enum MigrationChart {
         var canvas = SVGCanvas(width: 880, height: 440)
         canvas.text(left, 22, "Migration time against records (log–log): time until the store opens", size: 15, bold: true)
         let names = Set(workloads.map(\.name))
-        canvas.text(left, 40, results.sourceLine { names.contains($0.workload) } + " (Benchmarks/results/)", size: 10, fill: "#555")
+        canvas.text(left, 40, results.sourceLine { names.contains($0.workload) }, size: 10, fill: "#555")
 
         let records = series.flatMap { $0.points.map(\.records) }
         let seconds = series.flatMap { $0.points.map(\.seconds) } + [launchBudget, watchdog]

@@ -52,7 +52,7 @@ package enum RatioChart {
         let height = top + Double(bars.count) * (barHeight + barGap) + Double(groups) * groupGap + 50
         var canvas = SVGCanvas(width: 860, height: height)
         canvas.text(10, 22, "Strata's time over each peer's, per workload (log scale; below 1, Strata is faster)", size: 15, bold: true)
-        canvas.text(10, 40, results.sourceLine { $0.ratio != nil && $0.baseline != nil } + " (Benchmarks/results/)", size: 10, fill: "#555")
+        canvas.text(10, 40, results.sourceLine { $0.ratio != nil && $0.baseline != nil }, size: 10, fill: "#555")
         canvas.text(10, 56, "solid bars: two cores; light bars: one core", size: 10, fill: "#555")
 
         let x = LogScale(covering: bars.map(\.ratio) + [1], start: plotLeft, end: plotRight, floor: lowest)
