@@ -1,12 +1,13 @@
 # Strata — the two commands (README.md):
-#   make bench   the benchmark suite (quick by default) on stores in a temporary folder
+#   make bench   the benchmark suite (quick by default) on stores in a temporary folder, then its
+#                charts (Benchmarks/results/latest-*.svg)
 #   make test    the tests
 # Both install liblz4-dev (and, for the benchmarks, SQLite's headers) when missing.
 
 SWIFT ?= swift
 BENCH_ARGS ?=
 
-.PHONY: test test-sanitizers check bench deps bench-deps
+.PHONY: test test-sanitizers check bench bench-report bench-check deps bench-deps
 
 deps:
 	@if ! pkg-config --exists liblz4 2>/dev/null; then \
@@ -50,4 +51,24 @@ test-sanitizers: deps
 # miss source files added to the library since, so it is re-planned on every run (seconds).
 bench: bench-deps
 	rm -f Benchmarks/.build/release.yaml
-	cd Benchmarks && $(SWIFT) run -c release StrataBenchmarks $(BENCH_ARGS)
+	cd Benchmarks && $(SWIFT) run -c release StrataBenchmarks --json $(BENCH_JSON) $(BENCH_ARGS)
+	cd Benchmarks && $(SWIFT) run -c release StrataBenchmarkReport --results $(BENCH_JSON) --charts results --chart-prefix latest-
+
+# The README's benchmark table and the charts it shows (Benchmarks/results/migration-time.svg,
+# ratios.svg) are generated from committed results files by StrataBenchmarkReport (Foundation
+# only: it builds without the library or SQLite). `make bench-report` regenerates them from the
+# files the README's table names, or from BENCH_RESULTS (comma-separated, later files' rows
+# replace earlier ones' for the same workload, baseline and cores); commit those files with them.
+# `make bench-check` (CI) fails when the committed table or charts differ from what the files
+# make, and runs the generator's tests.
+BENCH_JSON ?= results/latest.json
+BENCH_RESULTS ?=
+
+bench-report:
+	$(SWIFT) run --package-path Benchmarks -c release StrataBenchmarkReport $(if $(BENCH_RESULTS),--results $(BENCH_RESULTS)) \
+		--readme README.md --charts Benchmarks/results
+
+bench-check:
+	$(SWIFT) build --package-path Benchmarks --product StrataBenchmarksPackageTests
+	$(SWIFT) test --package-path Benchmarks --skip-build
+	$(SWIFT) run --package-path Benchmarks StrataBenchmarkReport --readme README.md --charts Benchmarks/results --check

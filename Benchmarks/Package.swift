@@ -3,6 +3,7 @@
 // bytes), in one run, in release mode. See README.md in this folder.
 //
 //   swift run -c release StrataBenchmarks [--quick | --full] [--only NAME[,NAME]] [--dir PATH] [--json PATH]
+//   swift run StrataBenchmarkReport --results results/latest.json --charts results --chart-prefix latest-
 import PackageDescription
 
 let package = Package(
@@ -26,6 +27,11 @@ let package = Package(
                 "CSQLite",
             ]
         ),
+        // The report generator: the README's benchmark table and the SVG charts, made from
+        // results files. Foundation only, so `make bench-check` builds it without the library.
+        .target(name: "BenchmarkReport"),
+        .executableTarget(name: "StrataBenchmarkReport", dependencies: ["BenchmarkReport"]),
+        .testTarget(name: "BenchmarkReportTests", dependencies: ["BenchmarkReport"]),
     ],
     swiftLanguageModes: [.v6]
 )

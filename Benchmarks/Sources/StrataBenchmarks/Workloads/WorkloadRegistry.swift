@@ -24,6 +24,8 @@ enum WorkloadRegistry {
         ContextSplitWorkload.workload,
         ResultsObserverWorkload.workload,
         InsertWithHistoryWorkload.workload,
+        ChangeWithHistoryWorkloads.update,
+        ChangeWithHistoryWorkloads.delete,
         HistoryFetchWorkloads.tail,
         HistoryFetchWorkloads.entity,
         LargeValueWorkload.workload,
