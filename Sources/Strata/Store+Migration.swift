@@ -284,8 +284,7 @@ struct MigrationRunner {
             let context = Context(try Store(records: records, schema: from.schema, configuration: stageConfiguration), author: "migration")
             context.savesWithStage = true
             try attributing(.willMigrate) {
-                defer { try? context.waitForFlush() }  // a failing closure: its flush ends before the undo
-                try willMigrate?(context)
+                    try willMigrate?(context)
                 try context.saveWithStage { transaction in
                     try transaction.setPendingCatalog(catalog.encoded())
                     transaction.updateMigration { $0.phase = .streaming }
@@ -343,7 +342,6 @@ struct MigrationRunner {
         let context = Context(try Store(records: records, schema: to.schema, configuration: stageConfiguration), author: "migration")
         context.savesWithStage = true
         try attributing(.didMigrate) {
-            defer { try? context.waitForFlush() }  // a failing closure: its flush ends before the undo
             try didMigrate?(context)
             try context.saveWithStage(advance)
         }
