@@ -18,7 +18,7 @@ final class LMDBEnvironment {
     /// What the benchmarks' JSON rows record about LMDB's setup (`baseline_settings`).
     static var settings: JSONValue {
         .object([
-            ("engine", .string("LMDB \(String(cString: mdb_version(nil, nil, nil)))")),
+            ("engine", .string(String(cString: mdb_version(nil, nil, nil)))),
             ("sync", .string("every commit fsyncs (default flags: data pages, then the meta page)")),
             ("cache", .string("none of its own: reads return pointers into the memory map (the OS page cache)")),
             ("map_size_bytes", .int(Int64(mapSize))),
