@@ -17,17 +17,15 @@ struct AlternatingRuns {
     static func timedPartName(_ side: String) -> String { "time-\(side)" }
 
     /// Runs `rounds` rounds (see the type). `check` gets each side's report and throws when
-    /// its answer is wrong; `prepare` runs before each timed part (untimed, in this process).
+    /// its answer is wrong.
     static func run(
         _ context: WorkloadContext, rounds: Int, baselines: [String],
-        prepare: (String) throws -> Void = { _ in },
         check: (String, PartReport) throws -> Void
     ) throws -> AlternatingRuns {
         var runs = AlternatingRuns(baselines: baselines)
         for round in 0..<rounds {
             let order = round % 2 == 0 ? ["strata"] + baselines : baselines + ["strata"]
             for side in order {
-                try prepare(side)
                 context.progress("round \(round + 1) of \(rounds): \(side) (a fresh process)")
                 let report = try context.runPartProcess(timedPartName(side))
                 try check(side, report)

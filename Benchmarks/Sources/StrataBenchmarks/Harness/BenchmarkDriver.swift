@@ -3,7 +3,8 @@ import Foundation
 /// The driver role: runs the selected workloads one after another, each in a process of
 /// its own on stores in one temporary folder — once per CPU count of `--cores` (2, then 1
 /// by default), the process restricted with `taskset` — then prints the table and writes
-/// the JSON file. A workload that fails is reported by name and why, and makes the run exit
+/// the JSON file. A quick run without `--cores` skips the one-core run of a workload whose
+/// rows have no baseline (no ratio to measure again), which keeps it near ten minutes. A workload that fails is reported by name and why, and makes the run exit
 /// non-zero; the others still run and are written (no file is written without results).
 struct BenchmarkDriver {
     let options: CommandLineOptions
@@ -25,12 +26,20 @@ struct BenchmarkDriver {
         var results: [WorkloadResult] = []
         var failures: [String] = []
         for workload in workloads {
+            var rowsAtMoreCores: [WorkloadResult] = []
             for cores in options.coreCounts {
+                if cores == 1, !options.coresGiven, options.scale == .quick,
+                   !rowsAtMoreCores.isEmpty, rowsAtMoreCores.allSatisfy({ $0.baseline == nil }) {
+                    StandardError.write("▸ \(workload.name) (1 core): skipped, no baseline to compare with (--cores both runs it)\n")
+                    continue
+                }
                 StandardError.write("▸ \(workload.name) (\(cores) core\(cores == 1 ? "" : "s")): \(workload.summary)\n")
                 do {
                     let workFolder = try folder.subfolder("\(workload.name)-\(cores)core")
                     defer { try? FileManager.default.removeItem(atPath: workFolder) }
-                    results += try WorkloadProcess.spawn(workload, folder: workFolder, cores: cores, options: options)
+                    let rows = try WorkloadProcess.spawn(workload, folder: workFolder, cores: cores, options: options)
+                    results += rows
+                    rowsAtMoreCores = rows
                 } catch {
                     StandardError.write("error: \(error)\n")
                     failures.append("\(workload.name) (\(cores) cores)")

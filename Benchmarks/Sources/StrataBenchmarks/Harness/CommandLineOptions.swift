@@ -21,6 +21,9 @@ struct CommandLineOptions: Sendable {
     /// driver restricts its workload processes with `taskset`). A workload or part process
     /// gets one count and checks that it runs on exactly that many CPUs.
     var coreCounts: [Int] = [2, 1]
+    /// Whether `--cores` was given. Without it, a quick run measures at one core only the
+    /// workloads whose two-core rows have a ratio (a baseline), to stay near ten minutes.
+    var coresGiven = false
     /// `--only`: the workloads to run, in the registry's order; nil runs all of them.
     var only: [String]?
     /// `--dir`: where the temporary folder is created (default `$TMPDIR`, else `/tmp`).
@@ -37,7 +40,8 @@ struct CommandLineOptions: Sendable {
                StrataBenchmarks --list
           --quick       the default sizes
           --full        the larger sizes
-          --cores       measure with every process on 1 CPU, on 2, or both (the default: 2, then 1)
+          --cores       measure with every process on 1 CPU, on 2, or both (the default: 2, then 1; a quick
+                        run without --cores repeats on 1 CPU only the workloads with a baseline)
           --only        run only these workloads (see --list)
           --dir PATH    create the temporary store folder under PATH (default $TMPDIR or /tmp)
           --json PATH   write the results there (default Benchmarks/results/latest.json)
@@ -70,6 +74,7 @@ struct CommandLineOptions: Sendable {
                 case "2": coreCounts = [2]
                 default: throw BenchmarkError.usage("--cores needs 1, 2 or both, not '\(text)'")
                 }
+                coresGiven = true
             case "--only":
                 only = try value(of: argument).split(separator: ",").map { String($0) }.filter { !$0.isEmpty }
             case "--dir": parentDirectory = try value(of: argument)
