@@ -2,7 +2,7 @@
 #   make bench   the benchmark suite (quick by default) on stores in a temporary folder, then its
 #                charts (Benchmarks/results/latest-*.svg)
 #   make test    the tests
-# Both install liblz4-dev (and, for the benchmarks, SQLite's headers) when missing.
+# Both install liblz4-dev (and, for the benchmarks, the headers of SQLite, LMDB and RocksDB) when missing.
 
 SWIFT ?= swift
 BENCH_ARGS ?=
@@ -20,6 +20,11 @@ bench-deps: deps
 		echo "Installing libsqlite3-dev..."; \
 		$(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq libsqlite3-dev pkg-config >/dev/null; \
 	fi
+	@if ! pkg-config --exists lmdb rocksdb 2>/dev/null; then \
+		echo "Installing liblmdb-dev and librocksdb-dev..."; \
+		$(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq liblmdb-dev librocksdb-dev pkg-config >/dev/null; \
+	fi
+	@command -v taskset >/dev/null || { echo "taskset (util-linux) is needed for --cores 1"; exit 1; }
 
 test: deps
 	$(SWIFT) test -c release

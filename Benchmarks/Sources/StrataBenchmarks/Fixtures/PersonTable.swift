@@ -25,17 +25,31 @@ struct PersonTable {
     }
 
     /// Inserts persons 1...count with one prepared INSERT, generating each one as it goes
-    /// and binding its id and three columns. Run it inside a transaction.
-    func insertPersons(count: Int) throws {
+    /// and binding its id and three columns (texts without a copy). With `.records`, each
+    /// person is made a `PersonRecord` first and its Strings are bound, as an app does. Run
+    /// it inside a transaction.
+    func insertPersons(count: Int, values: PersonValues = .bytes) throws {
         let insert = try database.prepare("INSERT INTO person(id, fullName, createdAt, note) VALUES (?, ?, ?, ?)")
         var person = Person()
         for id in 1...UInt64(count) {
             person.generate(id: id)
             try insert.bind(Int64(id), at: 1)
-            try insert.bindText(utf8: person.fullName, at: 2)
-            try insert.bind(person.createdAt, at: 3)
-            try insert.bindText(utf8: person.note, at: 4)
-            try insert.step()
+            switch values {
+            case .bytes:
+                try insert.bind(person.createdAt, at: 3)
+                try person.fullName.withUnsafeBytes { fullName in
+                    try person.note.withUnsafeBytes { note in try insert.stepBinding(fullName: fullName, note: note) }
+                }
+            case .records:
+                let record = PersonRecord(person)
+                var fullName = record.fullName, note = record.note
+                try insert.bind(record.createdAt.timeIntervalSince1970, at: 3)
+                try fullName.withUTF8 { fullName in
+                    try note.withUTF8 { note in
+                        try insert.stepBinding(fullName: UnsafeRawBufferPointer(fullName), note: UnsafeRawBufferPointer(note))
+                    }
+                }
+            }
             try insert.reset()
         }
     }
@@ -68,15 +82,17 @@ struct PersonTable {
     }
 
     /// Reads persons `ids` one prepared `SELECT … WHERE id = ?` at a time, in one read
-    /// transaction; returns their checksum. Throws when one is missing.
-    func checksumPersons(ids: [UInt64]) throws -> PersonChecksum {
+    /// transaction; returns their checksum, computed from the column bytes in place
+    /// (`.bytes`) or from a `PersonRecord` made of each row (`.records`). Throws when one is
+    /// missing.
+    func checksumPersons(ids: [UInt64], values: PersonValues = .bytes) throws -> PersonChecksum {
         let select = try database.prepare("SELECT fullName, createdAt, note FROM person WHERE id = ?")
         return try database.transaction {
             var checksum = PersonChecksum()
             for id in ids {
                 try select.bind(Int64(id), at: 1)
                 guard try select.step() else { throw BenchmarkError.verificationFailed("SQLite: person \(id) is missing") }
-                checksum.add(fullName: select.textBytes(at: 0), createdAt: select.double(at: 1), note: select.textBytes(at: 2))
+                checksum.add(fullName: select.textBytes(at: 0), createdAt: select.double(at: 1), note: select.textBytes(at: 2), as: values)
                 try select.reset()
             }
             return checksum
@@ -90,30 +106,48 @@ struct PersonTable {
         return Int(query.int64(at: 0))
     }
 
-    /// `SELECT count(*) … WHERE note LIKE 'prefix%'`: a full scan of the table. The prefix
-    /// must hold no LIKE wildcards, and, since LIKE ignores ASCII case, no letters whose
-    /// case matters.
+    /// `SELECT count(*) … WHERE note GLOB 'prefix*'`: a full scan of the table. GLOB, not
+    /// LIKE: case-sensitive, as Strata's `starts(with:)`.
     func countPersons(notePrefix prefix: String) throws -> Int {
-        precondition(!prefix.contains("%") && !prefix.contains("_"), "LIKE wildcards in the prefix")
-        let query = try database.prepare("SELECT count(*) FROM person WHERE note LIKE ?")
-        try query.bind(prefix + "%", at: 1)
+        let query = try database.prepare("SELECT count(*) FROM person WHERE note GLOB ?")
+        try query.bind(try Self.globPattern(prefix), at: 1)
         guard try query.step() else { throw BenchmarkError.verificationFailed("SQLite: SELECT count(*) returned no row") }
         return Int(query.int64(at: 0))
     }
 
-    /// `SELECT id, fullName, createdAt, note … WHERE note LIKE 'prefix%'` (a full scan of the
-    /// table), reading every row returned: their ids, in the order returned, and the
-    /// checksum of their values. The same rules for the prefix as `countPersons(notePrefix:)`.
-    func selectPersons(notePrefix prefix: String) throws -> (ids: [UInt64], checksum: PersonChecksum) {
-        precondition(!prefix.contains("%") && !prefix.contains("_"), "LIKE wildcards in the prefix")
-        let query = try database.prepare("SELECT id, fullName, createdAt, note FROM person WHERE note LIKE ?")
-        try query.bind(prefix + "%", at: 1)
-        var ids: [UInt64] = []
-        var checksum = PersonChecksum()
-        while try query.step() {
-            ids.append(UInt64(query.int64(at: 0)))
-            checksum.add(fullName: query.textBytes(at: 1), createdAt: query.double(at: 2), note: query.textBytes(at: 3))
+    /// `SELECT id, fullName, createdAt, note … WHERE note GLOB 'prefix*'` (a full scan of the
+    /// table) in one read transaction, reading every row returned: their ids, in the order
+    /// returned, and the checksum of their values (as `checksumPersons` computes it).
+    func selectPersons(notePrefix prefix: String, values: PersonValues = .bytes) throws -> PersonReadAnswer {
+        let query = try database.prepare("SELECT id, fullName, createdAt, note FROM person WHERE note GLOB ?")
+        try query.bind(try Self.globPattern(prefix), at: 1)
+        return try database.transaction {
+            var answer = PersonReadAnswer(count: 0, checksum: PersonChecksum(), ids: [])
+            while try query.step() {
+                answer.count += 1
+                answer.ids?.append(UInt64(query.int64(at: 0)))
+                answer.checksum.add(fullName: query.textBytes(at: 1), createdAt: query.double(at: 2), note: query.textBytes(at: 3), as: values)
+            }
+            return answer
         }
-        return (ids, checksum)
+    }
+
+    /// The GLOB pattern matching texts that start with `prefix`; throws when the prefix holds
+    /// GLOB's special characters.
+    private static func globPattern(_ prefix: String) throws -> String {
+        guard !prefix.contains(where: { "*?[]".contains($0) }) else {
+            throw BenchmarkError.usage("the note prefix '\(prefix)' holds GLOB special characters")
+        }
+        return prefix + "*"
+    }
+}
+
+extension SQLiteStatement {
+    /// Binds parameters 2 (fullName) and 4 (note) without copying and steps, while the
+    /// bytes are alive (`bindStaticText`).
+    fileprivate func stepBinding(fullName: UnsafeRawBufferPointer, note: UnsafeRawBufferPointer) throws {
+        try bindStaticText(utf8: fullName, at: 2)
+        try bindStaticText(utf8: note, at: 4)
+        try step()
     }
 }

@@ -17,6 +17,13 @@ struct CommandLineOptions: Sendable {
 
     var role: Role = .driver
     var scale: WorkloadScale = .quick
+    /// `--cores 1|2|both`: the CPU counts each workload is measured at, in that order (the
+    /// driver restricts its workload processes with `taskset`). A workload or part process
+    /// gets one count and checks that it runs on exactly that many CPUs.
+    var coreCounts: [Int] = [2, 1]
+    /// Whether `--cores` was given. Without it, a quick run measures at one core only the
+    /// workloads whose two-core rows have a ratio (a baseline), to stay near ten minutes.
+    var coresGiven = false
     /// `--only`: the workloads to run, in the registry's order; nil runs all of them.
     var only: [String]?
     /// `--dir`: where the temporary folder is created (default `$TMPDIR`, else `/tmp`).
@@ -29,10 +36,12 @@ struct CommandLineOptions: Sendable {
     var writerByteLimit: UInt64?
 
     static let usage = """
-        usage: StrataBenchmarks [--quick | --full] [--only NAME[,NAME...]] [--dir PATH] [--json PATH]
+        usage: StrataBenchmarks [--quick | --full] [--cores 1|2|both] [--only NAME[,NAME...]] [--dir PATH] [--json PATH]
                StrataBenchmarks --list
-          --quick       the default sizes (a few minutes in all)
+          --quick       the default sizes
           --full        the larger sizes
+          --cores       measure with every process on 1 CPU, on 2, or both (the default: 2, then 1; a quick
+                        run without --cores repeats on 1 CPU only the workloads with a baseline)
           --only        run only these workloads (see --list)
           --dir PATH    create the temporary store folder under PATH (default $TMPDIR or /tmp)
           --json PATH   write the results there (default Benchmarks/results/latest.json)
@@ -57,6 +66,15 @@ struct CommandLineOptions: Sendable {
             switch argument {
             case "--quick": scale = .quick
             case "--full": scale = .full
+            case "--cores":
+                let text = try value(of: argument)
+                switch text {
+                case "both": coreCounts = [2, 1]
+                case "1": coreCounts = [1]
+                case "2": coreCounts = [2]
+                default: throw BenchmarkError.usage("--cores needs 1, 2 or both, not '\(text)'")
+                }
+                coresGiven = true
             case "--only":
                 only = try value(of: argument).split(separator: ",").map { String($0) }.filter { !$0.isEmpty }
             case "--dir": parentDirectory = try value(of: argument)
@@ -76,14 +94,19 @@ struct CommandLineOptions: Sendable {
         }
     }
 
-    /// The arguments that give a workload process the same sizes as this run.
-    func workloadArguments(name: String, folder: String) -> [String] {
-        ["--run-workload", name, "--\(scale.rawValue)", "--workdir", folder]
+    /// The CPU count a workload or part process was started for: the one `--cores` given.
+    var restrictedCores: Int? {
+        coreCounts.count == 1 ? coreCounts[0] : nil
+    }
+
+    /// The arguments that give a workload process the same sizes as this run, on `cores` CPUs.
+    func workloadArguments(name: String, folder: String, cores: Int) -> [String] {
+        ["--run-workload", name, "--\(scale.rawValue)", "--cores", String(cores), "--workdir", folder]
     }
 
     /// The arguments that make a part process run `qualifiedName` ("WORKLOAD:PART") with
-    /// `scale`'s sizes in `folder`.
-    static func partArguments(qualifiedName: String, scale: WorkloadScale, folder: String) -> [String] {
-        ["--run-part", qualifiedName, "--\(scale.rawValue)", "--workdir", folder]
+    /// `scale`'s sizes in `folder` (checking it runs on `cores` CPUs, when given).
+    static func partArguments(qualifiedName: String, scale: WorkloadScale, folder: String, cores: Int?) -> [String] {
+        ["--run-part", qualifiedName, "--\(scale.rawValue)", "--workdir", folder] + (cores.map { ["--cores", String($0)] } ?? [])
     }
 }

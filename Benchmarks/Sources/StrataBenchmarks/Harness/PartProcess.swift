@@ -20,7 +20,8 @@ enum PartProcess {
                 throw BenchmarkError.setupFailed("workload '\(workloadName)' has no part '\(partName)' (it has: \(available))")
             }
             guard let folder = options.workFolder else { throw BenchmarkError.usage("--run-part needs --workdir") }
-            let context = WorkloadContext(workloadName: qualifiedName, scale: options.scale, folder: folder)
+            if let cores = options.restrictedCores { try CPUAffinity.check(cores: cores) }
+            let context = WorkloadContext(workloadName: qualifiedName, scale: options.scale, folder: folder, cores: options.restrictedCores)
             guard case .object(let members) = try part(context) else {
                 throw BenchmarkError.malformedOutput("part '\(qualifiedName)' did not return a JSON object")
             }
@@ -38,7 +39,7 @@ enum PartProcess {
     static func spawn(_ partName: String, of context: WorkloadContext) throws -> PartReport {
         let name = "\(context.workloadName):\(partName)"
         let child = try SelfProcess(
-            arguments: CommandLineOptions.partArguments(qualifiedName: name, scale: context.scale, folder: context.folder),
+            arguments: CommandLineOptions.partArguments(qualifiedName: name, scale: context.scale, folder: context.folder, cores: context.cores),
             captureOutput: true
         )
         let (output, termination) = child.waitForExit()

@@ -5,8 +5,8 @@ import Foundation
 struct ResultTable {
     let results: [WorkloadResult]
 
-    private static let headers = ["workload", "records", "strata s", "baseline", "baseline s", "ratio", "peak MB", "notes"]
-    private static let numericColumns: Set<Int> = [1, 2, 4, 5, 6]
+    private static let headers = ["workload", "cores", "records", "strata s", "baseline", "baseline s", "ratio", "peak MB", "notes"]
+    private static let numericColumns: Set<Int> = [1, 2, 3, 5, 6, 7]
 
     var text: String {
         guard !results.isEmpty else { return "No results." }
@@ -26,6 +26,7 @@ struct ResultTable {
     private static func cells(_ result: WorkloadResult) -> [String] {
         [
             result.workload,
+            result.cores.map(String.init) ?? "—",
             String(result.records),
             String(format: "%.3f", result.strataSeconds),
             result.baseline?.name ?? "—",

@@ -4,10 +4,14 @@ import Foundation
 ///
 ///     {"machine": {"cores": N, "memory_bytes": M, "os": "...", "cpu": "...", "swift": "...", "date": "ISO8601"},
 ///      "results": [{"workload": "...", "records": N, "strata_seconds": x,
-///                   "baseline": "sqlite" | "copy" | "<other>" | null, "baseline_seconds": y | null,
-///                   "ratio": x/y | null, "strata_peak_memory_bytes": m, "notes": "...", ...extra fields}]}
+///                   "baseline": "sqlite" | "lmdb" | "rocksdb" | "copy" | "strata-…" | null, "baseline_seconds": y | null,
+///                   "ratio": x/y | null, "strata_peak_memory_bytes": m, "notes": "...",
+///                   "cores": 1 | 2, "baseline_settings": {...}, ...extra fields}]}
 ///
-/// A ratio below 1 means Strata was faster than the baseline.
+/// One row per workload × baseline × CPU count. Rows measured in alternating pairs of fresh
+/// processes also carry `strata_pass_range_seconds` and `baseline_pass_range_seconds`
+/// ([lowest, highest]) beside the medians. A ratio below 1 means Strata was faster than the
+/// baseline.
 struct ResultsFile {
     let machine: MachineDescription
     let results: [WorkloadResult]

@@ -28,9 +28,16 @@ final class SelfProcess {
     private static let running = Mutex<Set<Int32>>([])
 
     /// Starts the executable with `arguments`; `captureOutput` keeps its standard output.
-    init(arguments: [String], captureOutput: Bool) throws {
-        process.executableURL = URL(fileURLWithPath: try Self.executablePath())
-        process.arguments = arguments
+    /// `cores`: run it (and the processes it starts) on CPUs 0...cores-1 only, through
+    /// `taskset` (util-linux).
+    init(arguments: [String], captureOutput: Bool, cores: Int? = nil) throws {
+        if let cores {
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+            process.arguments = CPUAffinity.tasksetPrefix(cores: cores) + [try Self.executablePath()] + arguments
+        } else {
+            process.executableURL = URL(fileURLWithPath: try Self.executablePath())
+            process.arguments = arguments
+        }
         output = captureOutput ? Pipe() : nil
         process.standardOutput = output ?? FileHandle.nullDevice
         process.standardInput = FileHandle.nullDevice

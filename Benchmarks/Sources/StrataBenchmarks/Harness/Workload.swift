@@ -5,9 +5,10 @@ struct Workload: Sendable {
     let name: String
     /// One line saying what is measured against what.
     let summary: String
-    /// Runs the measurement in the current process and returns its result. Throws when the
-    /// workload cannot run or when what it reads back differs from what it wrote.
-    let run: @Sendable (WorkloadContext) throws -> WorkloadResult
+    /// Runs the measurement in the current process and returns its rows: one per baseline
+    /// (e.g. SQLite, LMDB, RocksDB), most workloads have one. Throws when the workload cannot
+    /// run or when what it reads back differs from what it wrote.
+    let run: @Sendable (WorkloadContext) throws -> [WorkloadResult]
     /// Parts of the workload that `run` has run in processes of their own
     /// (`context.runPartProcess(name)`), so that the workload process's peak memory is that
     /// of the Strata work it times: the baseline's half (SQLite), or a setup step that would
@@ -18,14 +19,24 @@ struct Workload: Sendable {
     /// A part run in a process of its own.
     typealias Part = @Sendable (WorkloadContext) throws -> JSONValue
 
+    /// A workload with one row.
     init(
         name: String, summary: String,
         run: @escaping @Sendable (WorkloadContext) throws -> WorkloadResult,
         parts: [String: Part] = [:]
     ) {
+        self.init(name: name, summary: summary, rows: { [try run($0)] }, parts: parts)
+    }
+
+    /// A workload with a row per baseline.
+    init(
+        name: String, summary: String,
+        rows: @escaping @Sendable (WorkloadContext) throws -> [WorkloadResult],
+        parts: [String: Part] = [:]
+    ) {
         self.name = name
         self.summary = summary
-        self.run = run
+        self.run = rows
         self.parts = parts
     }
 }
@@ -50,6 +61,8 @@ struct WorkloadContext: Sendable {
     let scale: WorkloadScale
     /// An empty folder that belongs to this workload; the driver removes it afterwards.
     let folder: String
+    /// How many CPUs the processes are restricted to (`--cores`); nil when not restricted.
+    var cores: Int? = nil
 
     /// The path of `name` inside the workload's folder.
     func path(_ name: String) -> String {
@@ -64,6 +77,6 @@ struct WorkloadContext: Sendable {
 
     /// Prints a progress line on standard error (standard output carries the result).
     func progress(_ message: String) {
-        StandardError.write("  [\(workloadName)] \(message)\n")
+        StandardError.write("  [\(workloadName)\(cores.map { ", \($0) core\($0 == 1 ? "" : "s")" } ?? "")] \(message)\n")
     }
 }

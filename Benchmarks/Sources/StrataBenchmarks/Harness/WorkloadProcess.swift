@@ -2,7 +2,9 @@ import Foundation
 
 /// The workload-process role (`--run-workload NAME`): runs one workload in this process,
 /// so the peak memory it reports is the workload's own, and prints one JSON line on
-/// standard output: the result, or `{"workload": NAME, "error": "why"}` when it failed.
+/// standard output: `{"workload": NAME, "rows": [result, …]}` (a row per baseline), or
+/// `{"workload": NAME, "error": "why"}` when it failed. Started with `--cores N`, it first
+/// checks that it may run on exactly N CPUs and marks its rows with N.
 enum WorkloadProcess {
     /// Runs the workload and returns the process's exit status: 0 with a result line, 1
     /// with an error line.
@@ -17,11 +19,16 @@ enum WorkloadProcess {
             guard let folder = options.workFolder ?? temporary?.path else {
                 throw BenchmarkError.setupFailed("no folder to work in")
             }
-            let context = WorkloadContext(workloadName: name, scale: options.scale, folder: folder)
-            var result = try workload.run(context)
-            // A workload whose timed Strata work ran in a part process reports that part's peak.
-            result.peakMemoryBytes = max(result.peakMemoryBytes, PeakMemory.currentProcessBytes())
-            printLine(result.json)
+            let cpuList = try options.restrictedCores.map { try CPUAffinity.check(cores: $0) }
+            let context = WorkloadContext(workloadName: name, scale: options.scale, folder: folder, cores: options.restrictedCores)
+            var rows = try workload.run(context)
+            for index in rows.indices {
+                // A workload whose timed Strata work ran in a part process reports that part's peak.
+                rows[index].peakMemoryBytes = max(rows[index].peakMemoryBytes, PeakMemory.currentProcessBytes())
+                rows[index].cores = options.restrictedCores
+                if let cpuList { rows[index].extra.append(("cpus_allowed_list", .string(cpuList))) }
+            }
+            printLine(.object([("workload", .string(name)), ("rows", .array(rows.map(\.json)))]))
             return 0
         } catch {
             printLine(.object([("workload", .string(name)), ("error", .string("\(error)"))]))
@@ -29,12 +36,12 @@ enum WorkloadProcess {
         }
     }
 
-    /// Runs `workload` in a new process of this executable and returns the result it printed.
-    /// Throws when the process fails or prints no result.
-    static func spawn(_ workload: Workload, folder: String, options: CommandLineOptions) throws -> WorkloadResult {
+    /// Runs `workload` in a new process of this executable on `cores` CPUs and returns the
+    /// rows it printed. Throws when the process fails or prints no result.
+    static func spawn(_ workload: Workload, folder: String, cores: Int, options: CommandLineOptions) throws -> [WorkloadResult] {
         let child = try SelfProcess(
-            arguments: options.workloadArguments(name: workload.name, folder: folder),
-            captureOutput: true
+            arguments: options.workloadArguments(name: workload.name, folder: folder, cores: cores),
+            captureOutput: true, cores: cores
         )
         let (output, termination) = child.waitForExit()
         let line = output.split(separator: "\n").last { $0.hasPrefix("{") }
@@ -45,14 +52,14 @@ enum WorkloadProcess {
         guard case .exited(0) = termination else {
             throw BenchmarkError.workloadProcessFailed(workload: workload.name, reason: "its process \(termination)")
         }
-        guard let json else {
+        guard case .array(let rowValues)? = json?["rows"], !rowValues.isEmpty else {
             throw BenchmarkError.workloadProcessFailed(workload: workload.name, reason: "its process printed no result")
         }
-        let result = try WorkloadResult(json: json)
-        guard result.workload == workload.name else {
-            throw BenchmarkError.malformedOutput("asked for '\(workload.name)', got a result for '\(result.workload)'")
+        let rows = try rowValues.map(WorkloadResult.init(json:))
+        if let stranger = rows.first(where: { $0.workload != workload.name }) {
+            throw BenchmarkError.malformedOutput("asked for '\(workload.name)', got a result for '\(stranger.workload)'")
         }
-        return result
+        return rows
     }
 
     private static func printLine(_ json: JSONValue) {

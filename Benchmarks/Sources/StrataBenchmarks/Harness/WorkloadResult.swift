@@ -1,9 +1,10 @@
 /// What one workload measured: one row of the table and one element of `results` in the
 /// JSON file. A workload process prints it as a single JSON line.
 struct WorkloadResult: Sendable {
-    /// What Strata was compared with, timed in the same process as Strata.
+    /// What Strata was compared with.
     struct Baseline: Sendable {
-        /// "sqlite", "copy" (the same bytes written to a plain file), or another name.
+        /// "sqlite", "lmdb", "rocksdb", "copy" (the same bytes written to a plain file), or a
+        /// Strata variant such as "strata-no-history".
         var name: String
         var seconds: Double
 
@@ -20,6 +21,11 @@ struct WorkloadResult: Sendable {
     var peakMemoryBytes: UInt64 = 0
     /// A short remark for the table, e.g. sizes and how the figure was taken.
     var notes: String
+    /// How many CPUs the workload's processes (Strata's and the baseline's) were allowed to
+    /// use; set by the harness.
+    var cores: Int?
+    /// The baseline's settings (sync, cache, compression…); empty when there are none to say.
+    var baselineSettings: [(key: String, value: JSONValue)] = []
     /// Fields specific to the workload, written after the common ones.
     var extra: [(key: String, value: JSONValue)]
 
@@ -47,7 +53,7 @@ struct WorkloadResult: Sendable {
 extension WorkloadResult {
     private static let commonKeys: Set<String> = [
         "workload", "records", "strata_seconds", "baseline", "baseline_seconds", "ratio",
-        "strata_peak_memory_bytes", "notes",
+        "strata_peak_memory_bytes", "notes", "cores", "baseline_settings",
     ]
 
     /// The result as written in `results` of the JSON file.
@@ -61,6 +67,8 @@ extension WorkloadResult {
             ("ratio", ratio.map { .double($0) } ?? .null),
             ("strata_peak_memory_bytes", .int(Int64(clamping: peakMemoryBytes))),
             ("notes", .string(notes)),
+            ("cores", cores.map { .int(Int64($0)) } ?? .null),
+            ("baseline_settings", .object(baselineSettings)),
         ]
         return .object(common + extra.filter { !Self.commonKeys.contains($0.key) })
     }
@@ -85,6 +93,8 @@ extension WorkloadResult {
             notes: json["notes"]?.stringValue ?? ""
         )
         peakMemoryBytes = UInt64(clamping: json["strata_peak_memory_bytes"]?.int64Value ?? 0)
+        cores = json["cores"]?.int64Value.map { Int($0) }
+        if case .object(let settings)? = json["baseline_settings"] { baselineSettings = settings }
         if case .object(let members) = json {
             extra = members.filter { !Self.commonKeys.contains($0.key) }
         }

@@ -49,6 +49,15 @@ final class SQLiteStatement {
         })
     }
 
+    /// Binds UTF-8 bytes as TEXT without copying them (`SQLITE_STATIC`): the bytes must stay
+    /// valid and unchanged until the statement has been stepped for this binding, i.e. call
+    /// `step()` inside the scope that owns them.
+    func bindStaticText(utf8 bytes: UnsafeRawBufferPointer, at index: Int32) throws {
+        guard let base = bytes.baseAddress else { return try check(sqlite3_bind_text(statement, index, "", 0, Self.transient)) }
+        // SQLITE_STATIC is the null destructor.
+        try check(sqlite3_bind_text(statement, index, base.assumingMemoryBound(to: CChar.self), Int32(bytes.count), nil))
+    }
+
     func bindNull(at index: Int32) throws {
         try check(sqlite3_bind_null(statement, index))
     }

@@ -11,7 +11,7 @@ import Strata
 ///   0.1 % match, as in scan-filter) — Strata's byte-level pre-filter rejects the other records
 ///   without decoding them and the byte matches are decoded and given to the predicate (a
 ///   combining mark after the prefix could change the last character); nothing is collected —
-///   against `SELECT count(*) FROM person WHERE note LIKE 'prefix%'` (a full table scan).
+///   against `SELECT count(*) FROM person WHERE note GLOB 'prefix*'` (a full table scan).
 ///
 /// Each pass runs on a new `Context`; both sides must give the count among the persons as
 /// generated. How the stores are built and the passes timed: `RecordAPIReadComparison` (SQLite
@@ -34,7 +34,7 @@ enum CountWorkloads {
 
     static let filtered = Workload(
         name: "count-filter",
-        summary: "fetchCount with #Predicate note.starts(with:) (~0.1%) over 1M PersonRecords vs. SQLite SELECT count(*) … LIKE",
+        summary: "fetchCount with #Predicate note.starts(with:) (~0.1%) over 1M PersonRecords vs. SQLite SELECT count(*) … GLOB",
         run: runFiltered,
         parts: RecordAPIReadComparison.parts(repetitions: repetitions) { _ in
             { table in

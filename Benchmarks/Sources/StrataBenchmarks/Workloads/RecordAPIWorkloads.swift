@@ -37,6 +37,17 @@ enum RecordAPIWorkloads {
         return .object([("sample_checksum", .int(Int64(bitPattern: sampleChecksum.value)))])
     }
 
+    /// Opens the record store (not timed), syncs, times `pass`, closes: one timed pass of a
+    /// read workload's Strata side (`PeerReadComparison`).
+    static func timeStrataPass(_ context: WorkloadContext,
+                               _ pass: (Store) throws -> PersonReadAnswer) throws -> (answer: PersonReadAnswer, seconds: Double) {
+        let store = try PersonRecordStore.open(at: TreeWorkloads.strataPath(context))
+        sync()
+        let timed = try Stopwatch.time { try pass(store) }
+        try store.close()
+        return (timed.value, timed.seconds)
+    }
+
     /// Opens the store at `path`, checks count and sample through a `Context`, closes it.
     private static func verifyStrata(at path: String, count: Int) throws -> PersonChecksum {
         let store = try PersonRecordStore.open(at: path)

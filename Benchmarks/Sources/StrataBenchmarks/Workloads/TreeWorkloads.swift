@@ -1,3 +1,4 @@
+@_spi(Engine) import Strata
 import Foundation
 
 /// What the tree-* workloads share. Each one compares a `RawRecordStore` (Strata's engine:
@@ -50,6 +51,33 @@ enum TreeWorkloads {
             return matches
         }
         return (matches, seconds)
+    }
+
+    /// Part "build-strata": the Strata store, built as tree-insert builds it (one
+    /// transaction, relaxed since nothing is timed), then checked (`verifyStrataPart`).
+    @Sendable static func buildStrataPart(_ context: WorkloadContext) throws -> JSONValue {
+        let path = strataPath(context)
+        try RawRecordStore.createWithPersons(at: path, count: recordCount(context.scale))
+        return .object([("store_bytes", .int(Int64(clamping: FolderSize.bytes(at: path))))] + (try verifyStrataPart(context)).members)
+    }
+
+    /// Part "verify-strata": checks the Strata store (count, sample field by field) and
+    /// reports the sample's `sample_checksum`.
+    @Sendable static func verifyStrataPart(_ context: WorkloadContext) throws -> JSONValue {
+        let store = try RawRecordStore.open(at: strataPath(context))
+        let sample = try store.snapshot().verifyPersons(count: recordCount(context.scale))
+        try store.close()
+        return .object([("sample_checksum", .int(Int64(bitPattern: sample.value)))])
+    }
+
+    /// Opens the Strata store (not timed), syncs, times `pass` on one snapshot, closes.
+    static func timeStrataPass(_ context: WorkloadContext,
+                               _ pass: (RawRecordStore.Snapshot) throws -> PersonReadAnswer) throws -> (answer: PersonReadAnswer, seconds: Double) {
+        let store = try RawRecordStore.open(at: strataPath(context))
+        sync()
+        let timed = try Stopwatch.time { try pass(store.snapshot()) }
+        try store.close()
+        return (timed.value, timed.seconds)
     }
 
     /// Throws unless the two stores' checks of the verification sample agree.

@@ -1,0 +1,4 @@
+#ifndef STRATA_BENCHMARKS_CLMDB_SHIM_H
+#define STRATA_BENCHMARKS_CLMDB_SHIM_H
+#include <lmdb.h>
+#endif

@@ -1,0 +1,4 @@
+#ifndef STRATA_BENCHMARKS_CROCKSDB_SHIM_H
+#define STRATA_BENCHMARKS_CROCKSDB_SHIM_H
+#include <rocksdb/c.h>
+#endif
