@@ -426,12 +426,12 @@ struct ContextSplitPerson: PersistentRecord, Equatable {
         writer.encode(lastName, forKey: "lastName")
     }
 
+    // Written as `PersonRecord`'s, which the `.map` side decodes: through the memberwise
+    // initializer (assigning each property instead made the witness copy the whole record).
     init(from reader: RecordReader) throws {
-        fullName = try reader.decode(String.self, forKey: "fullName")
-        createdAt = try reader.decode(Date.self, forKey: "createdAt")
-        note = try reader.decode(String.self, forKey: "note")
-        firstName = try reader.decode(String.self, forKey: "firstName")
-        lastName = try reader.decode(String.self, forKey: "lastName")
+        self.init(fullName: try reader.decode(String.self, forKey: "fullName"), createdAt: try reader.decode(Date.self, forKey: "createdAt"),
+                  note: try reader.decode(String.self, forKey: "note"), firstName: try reader.decode(String.self, forKey: "firstName"),
+                  lastName: try reader.decode(String.self, forKey: "lastName"))
     }
 }
 
