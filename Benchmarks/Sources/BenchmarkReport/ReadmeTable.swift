@@ -26,34 +26,63 @@ package enum ReadmeTable {
                 "[\(index + 1)] `\(document.path)` (\(document.date), \(document.cpu), \(document.machineCores) cores)"
             }.joined(separator: "; ") + ".",
             "",
-            "| workload | records | cores | Strata | baseline | ratio | peak memory | run | notes |",
-            "| --- | ---: | ---: | ---: | --- | ---: | ---: | ---: | --- |",
+            "| workload | records | cores | Strata | × SQLite | × LMDB | × RocksDB | × other | peak memory | run | notes |",
+            "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
         ]
-        for entry in results.entries {
-            lines.append(row(entry.row, source: entry.source + 1))
+        for group in groups(results.entries) {
+            lines.append(row(group))
         }
         lines.append("")
         lines.append(endMarker)
         return lines.joined(separator: "\n")
     }
 
-    /// One table row: the ratio in bold, or the time when there is no baseline.
-    static func row(_ row: ResultRow, source: Int) -> String {
-        let strata = ReportFormat.seconds(row.strataSeconds)
-        let baseline = row.baseline.map { name in
-            row.baselineSeconds.map { "\(name) \(ReportFormat.seconds($0))" } ?? name
-        } ?? "—"
-        let cells = [
-            row.workload,
-            ReportFormat.count(row.records),
-            String(row.cores),
-            row.ratio == nil ? "**\(strata)**" : strata,
-            baseline,
-            row.ratio.map { "**\(ReportFormat.ratio($0))**" } ?? "—",
-            ReportFormat.megabytes(row.peakMemoryBytes),
-            "[\(source)]",
-            row.notes,
+    /// The peers with a column of their own, in column order.
+    static let peerColumns = ["sqlite", "lmdb", "rocksdb"]
+
+    /// The entries grouped by workload and core count (one table row each), in the order each
+    /// group first appears.
+    static func groups(_ entries: [MergedResults.Entry]) -> [[MergedResults.Entry]] {
+        var groups: [[MergedResults.Entry]] = []
+        var position: [String: Int] = [:]
+        for entry in entries {
+            let key = "\(entry.row.workload)|\(entry.row.cores)"
+            if let index = position[key] {
+                groups[index].append(entry)
+            } else {
+                position[key] = groups.count
+                groups.append([entry])
+            }
+        }
+        return groups
+    }
+
+    /// One table row for a workload at one core count: Strata's time (bold when nothing is
+    /// compared with it), then its ratio against each peer, in bold, with the peer's time; a
+    /// baseline that is not a peer (a plain copy, Strata with a feature off) goes in "other"
+    /// with its name. Memory, run and notes are the first row's.
+    static func row(_ group: [MergedResults.Entry]) -> String {
+        let first = group[0].row
+        let compared = group.contains { $0.row.ratio != nil }
+        func cell(_ row: ResultRow, named: Bool) -> String {
+            guard let ratio = row.ratio else { return "—" }
+            let time = row.baselineSeconds.map { " (\(ReportFormat.seconds($0)))" } ?? ""
+            return (named ? "\(row.baseline ?? "") " : "") + "**\(ReportFormat.ratio(ratio))**" + time
+        }
+        var cells = [
+            first.workload,
+            ReportFormat.count(first.records),
+            String(first.cores),
+            compared ? ReportFormat.seconds(first.strataSeconds) : "**\(ReportFormat.seconds(first.strataSeconds))**",
         ]
+        for peer in peerColumns {
+            cells.append(group.first { $0.row.baseline == peer }.map { cell($0.row, named: false) } ?? "—")
+        }
+        let others = group.filter { entry in entry.row.baseline.map { !peerColumns.contains($0) } ?? false }
+        cells.append(others.isEmpty ? "—" : others.map { cell($0.row, named: true) }.joined(separator: "; "))
+        cells.append(ReportFormat.megabytes(first.peakMemoryBytes))
+        cells.append(Array(Set(group.map { $0.source + 1 })).sorted().map { "[\($0)]" }.joined(separator: " "))
+        cells.append(first.notes)
         return "| " + cells.map(ReportFormat.cell).joined(separator: " | ") + " |"
     }
 
