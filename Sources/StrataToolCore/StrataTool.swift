@@ -16,7 +16,7 @@ package enum StrataTool {
     }
 
     static let commands: [Command] = [InfoCommand.command, VerifyCommand.command, SchemaCommand.command, DumpCommand.command,
-                                      MaintenanceCommands.compact, MaintenanceCommands.checkpoint]
+                                      ExportCommand.command, ImportCommand.command, MaintenanceCommands.compact, MaintenanceCommands.checkpoint]
 
     /// Runs the tool on `arguments` (without the program's name), writing to `output`, and
     /// returns the exit status (flushing `output` first).
