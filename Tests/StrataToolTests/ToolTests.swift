@@ -40,7 +40,9 @@ import Glibc
         var lines: [String] { output.split(separator: "\n", omittingEmptySubsequences: false).dropLast().map(String.init) }
     }
 
-    static func strata(_ arguments: String...) -> Run {
+    static func strata(_ arguments: String...) -> Run { strata(arguments) }
+
+    static func strata(_ arguments: [String]) -> Run {
         final class Captured: @unchecked Sendable {
             var output: [UInt8] = []
             var errors = ""
