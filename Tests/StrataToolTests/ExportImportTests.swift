@@ -280,4 +280,17 @@ import StrataTestSupport
         #expect(ProgressBar.line(label: "import", done: 7, total: 7) == "import [####################] 100%  7/7")
         #expect(ProgressBar.line(label: "verify", done: 0, total: 0) == "verify [####################] 100%  0/0")
     }
+
+    @Test func verifyReportsProgressPageByPageUpToEveryPage() throws {
+        let folder = try temporaryDirectory()
+        defer { removeDirectory(folder) }
+        try ToolTests.fill(folder)
+        let store = try StoreInspection(at: folder)
+        defer { store.close() }
+        var seen: [Int] = []
+        let report = store.verify { seen.append($0) }
+        #expect(report.isValid)
+        #expect(seen == Array(1...report.pages))
+        #expect(report.pages == store.space.pages)
+    }
 }
