@@ -47,6 +47,14 @@ enum ImportCommand {
     static func importExport(from path: String, to destination: String, fileSystem: any FileSystem = POSIXFileSystem()) throws -> Int {
         var lines = try LineReader(path: path, fileSystem: fileSystem)
         defer { lines.close() }
+        do {
+            return try importExport(from: &lines, to: destination, fileSystem: fileSystem)
+        } catch ImportError.line(let number, let reason) where number == lines.count && lines.lastLineIsCut {
+            throw ImportError.line(number, "the file ends inside this line (cut short?): \(reason)")
+        }
+    }
+
+    private static func importExport(from lines: inout LineReader, to destination: String, fileSystem: any FileSystem) throws -> Int {
         var reader = ExportReader()
         // Read the header and the catalog before creating anything.
         var catalog: SchemaCatalog?
@@ -266,6 +274,9 @@ struct LineReader {
     private var atEnd = false
     /// Lines returned so far.
     private(set) var count = 0
+    /// Whether the last line returned ends the file without a line break (an export's last
+    /// line has one: the file was cut short).
+    private(set) var lastLineIsCut = false
     static let chunkBytes = 1 << 20
 
     /// Opens the file at `path` for reading; `close()` it once done.
@@ -289,6 +300,7 @@ struct LineReader {
                 let line = Array(buffer[start...])
                 start = buffer.count
                 count += 1
+                lastLineIsCut = true
                 return (count, line)
             }
             buffer.removeSubrange(0..<start)

@@ -198,7 +198,7 @@ import StrataTestSupport
         let header = lines[0]
         let cases: [(String, String)] = [
             (joined(Array(lines.dropLast())), "line 11: the file ends before its end line"),  // truncated at a line
-            (joined(Array(lines.prefix(5))) + String(lines[5].prefix(30)), "line 6: not JSON"),  // cut inside a line
+            (joined(Array(lines.prefix(5))) + String(lines[5].prefix(30)), "line 6: the file ends inside this line (cut short?): not JSON"),
             (joined(Array(lines.prefix(2))), "line 3: the file ends before its schema catalog"),
             (joined([header.replacing(#""version":1"#, with: #""version":7"#)] + lines.dropFirst()),
              "line 1: export format version 7 is not supported (this tool reads version 1)"),
