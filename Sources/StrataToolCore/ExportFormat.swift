@@ -123,16 +123,21 @@ enum ExportFormat {
                         if case .codable(let bytes) = attribute.defaultValue, codableText(bytes) == nil {
                             members.append(("defaultBytes", .string(Data(bytes).base64EncodedString())))
                         }
+                        if let originalName = attribute.originalName { members.append(("originalName", .string(originalName))) }
                         return .object(members)
                     })),
                     ("relationships", .array(entity.relationships.map { relationship in
-                        .object([("id", .int(relationship.id)), ("name", .string(relationship.name)),
-                                 ("destinationID", .int(relationship.destinationID)),
-                                 ("inverseID", relationship.inverseID.map(JSONText.int) ?? .null),
-                                 ("cardinality", .string(relationship.cardinality == .toMany ? "to-many" : "to-one")),
-                                 ("deleteRule", .string("\(relationship.deleteRule)")), ("optional", .bool(relationship.isOptional))])
+                        var members: [(String, JSONText)] = [
+                            ("id", .int(relationship.id)), ("name", .string(relationship.name)),
+                            ("destinationID", .int(relationship.destinationID)),
+                            ("inverseID", relationship.inverseID.map(JSONText.int) ?? .null),
+                            ("cardinality", .string(relationship.cardinality == .toMany ? "to-many" : "to-one")),
+                            ("deleteRule", .string("\(relationship.deleteRule)")), ("optional", .bool(relationship.isOptional)),
+                        ]
+                        if let originalName = relationship.originalName { members.append(("originalName", .string(originalName))) }
+                        return .object(members)
                     })),
-                ])
+                ] + (entity.originalName.map { [("originalName", JSONText.string($0))] } ?? []))
             })),
         ])
     }
@@ -150,7 +155,8 @@ enum ExportFormat {
             for relationship in try array(entity, "relationships") { relationships.append(try self.relationship(from: relationship)) }
             entities.append(CatalogEntity(id: try uint32(entity, "id"), name: try string(entity, "name"),
                                           parentID: try optionalUInt32(entity, "parentID"), isAbstract: try bool(entity, "abstract"),
-                                          attributes: attributes, relationships: relationships))
+                                          attributes: attributes, relationships: relationships,
+                                          originalName: try optionalString(entity, "originalName")))
         }
         let stated = try string(json, "checksum")
         guard let checksum = SchemaChecksum(hex: stated) else { throw Mismatch("checksum: not 64 hex digits") }
@@ -193,7 +199,8 @@ enum ExportFormat {
         let name = try string(json, "name")
         return CatalogAttribute(id: try uint32(json, "id"),
                                 attribute: Attribute(name: name, type: type, isOptional: try bool(json, "optional"),
-                                                     defaultValue: defaultValue, options: options))
+                                                     defaultValue: defaultValue, options: options,
+                                                     originalName: try optionalString(json, "originalName")))
     }
 
     private static func relationship(from json: JSONValue) throws(Mismatch) -> CatalogRelationship {
@@ -213,7 +220,7 @@ enum ExportFormat {
         }
         return CatalogRelationship(id: try uint32(json, "id"), name: try string(json, "name"), destinationID: try uint32(json, "destinationID"),
                                    inverseID: try optionalUInt32(json, "inverseID"), cardinality: cardinality, deleteRule: deleteRule,
-                                   isOptional: try bool(json, "optional"))
+                                   isOptional: try bool(json, "optional"), originalName: try optionalString(json, "originalName"))
     }
 
     // MARK: Members
@@ -251,6 +258,12 @@ enum ExportFormat {
     static func optionalUInt32(_ json: JSONValue, _ key: String) throws(Mismatch) -> UInt32? {
         if case .null = try member(json, key) { return nil }
         return try uint32(json, key)
+    }
+
+    /// A string member that may be absent (nil).
+    static func optionalString(_ json: JSONValue, _ key: String) throws(Mismatch) -> String? {
+        guard json[key] != nil else { return nil }
+        return try string(json, key)
     }
 
     static func array(_ json: JSONValue, _ key: String) throws(Mismatch) -> [JSONValue] {
