@@ -520,7 +520,7 @@ import Glibc
         let folder = try temporaryDirectory()
         defer { removeDirectory(folder) }
         let path = folder + "/absent"
-        for command in ["info", "verify", "schema", "dump", "history", "export", "import", "compact", "checkpoint"] {
+        for command in ["info", "verify", "schema", "dump", "history", "export", "compact", "checkpoint"] {
             let run = Self.strata(command, path)
             #expect(run.status == .storeError, "\(command)")
             #expect(run.errors == "strata \(command): there is no store at \(path)\n", "\(command)")
