@@ -40,7 +40,7 @@ let package = Package(
         .target(name: "Strata", dependencies: ["StrataRecords", "StrataPageLog", "StrataFormat", "StrataIO", "StrataSchema"]),
         // The `strata` tool's commands, above the public API (reading stores through their own
         // catalog, with `package` access to Strata); tests run them in-process.
-        .target(name: "StrataToolCore", dependencies: ["Strata", "StrataSchema"]),
+        .target(name: "StrataToolCore", dependencies: ["Strata", "StrataSchema", "StrataIO"]),
         // The `strata` executable: arguments and standard streams in, exit status out.
         .executableTarget(name: "StrataTool", dependencies: ["StrataToolCore", "StrataIO"]),
         // Shared test support: seeded random generator, model helpers.

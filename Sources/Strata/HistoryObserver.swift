@@ -40,6 +40,16 @@ public struct HistoryObserver: AsyncSequence, Sendable {
         self.filter = filter
     }
 
+    /// Transactions after `token` that `filter`'s entity names, authors and excluded authors
+    /// select (its other fields are ignored): for tools, which know entities by name only.
+    package init(store: Store, after token: HistoryToken, filter: HistoryDescriptor) {
+        self.store = store
+        after = token
+        var filter = filter
+        filter.after = token
+        self.filter = filter
+    }
+
     /// An iterator starting after the observer's token.
     public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(observer: self, last: after) }
 
@@ -85,7 +95,7 @@ extension Store {
 
     /// Up to `limit` transactions after `token` that `filter`'s entities and authors select,
     /// and the last token looked at (so filtered-out transactions are not read again).
-    func history(after token: HistoryToken, matching filter: HistoryDescriptor, limit: Int) throws -> ([HistoryTransaction], HistoryToken) {
+    package func history(after token: HistoryToken, matching filter: HistoryDescriptor, limit: Int) throws -> ([HistoryTransaction], HistoryToken) {
         let snapshot = try translating { try self.snapshot() }
         var descriptor = filter
         descriptor.after = token

@@ -248,11 +248,13 @@ struct HistoryNames {
         let version = current.entity(id: id) != nil ? current : catalog.versions.last { $0.entity(id: id) != nil }
         let name = version?.entity(id: id)?.name ?? "#\(id)"
         let lineage = version.map { $0.ancestry(ofEntity: id).map(\.name).filter { $0 != name } } ?? []
+        // Relationships too: a change of a relationship (or of its inverse) is journaled as an
+        // update of the record that holds it.
         var attributes: [UInt32: String] = [:]
-        for version in catalog.versions {
+        for version in catalog.versions + [current] {
             for attribute in version.resolvedAttributes(ofEntity: id) { attributes[attribute.id] = attribute.name }
+            for relationship in version.resolvedRelationships(ofEntity: id) { attributes[relationship.id] = relationship.name }
         }
-        for attribute in current.resolvedAttributes(ofEntity: id) { attributes[attribute.id] = attribute.name }
         let resolved = (name, lineage, attributes)
         cache.entities[id] = resolved
         return resolved

@@ -166,9 +166,10 @@ package final class StoreInspection: Sendable {
         return (UInt64(entries.count), entries.reduce(0) { $0 + UInt64($1.bytes.count) })
     }
 
-    /// Checks the whole store as `Store.verify()` does.
-    package func verify() -> VerificationReport {
-        VerificationReport(checking: snapshot, of: records)
+    /// Checks the whole store as `Store.verify()` does; `progress` is called with the pages
+    /// read so far (of `space.pages`) while frames are read.
+    package func verify(progress: ((Int) -> Void)? = nil) -> VerificationReport {
+        VerificationReport(checking: snapshot, of: records, progress: progress)
     }
 
     /// Calls `body` with every record of `entityID`'s tree in id order — its id and its stored
@@ -234,13 +235,15 @@ extension StoreInspection {
 
     /// Compacts the store at `path` as `Store.compact()` does, with the store opened for
     /// writing only for the call. Returns the bytes of segment files before and after.
+    /// `progress` is called with the fraction of the excess log bytes reclaimed so far.
     /// - Throws: as `withWritableStore`; `.corruption`, `.io`.
-    package static func compact(at path: String, fileSystem: any FileSystem = POSIXFileSystem()) throws -> (before: UInt64, after: UInt64) {
+    package static func compact(at path: String, fileSystem: any FileSystem = POSIXFileSystem(),
+                                progress: ((Double) -> Void)? = nil) throws -> (before: UInt64, after: UInt64) {
         try withWritableStore(at: path, fileSystem: fileSystem) { records in
             let before = records.log.statistics.logBytes
             try translatingErrors {
                 try records.compressUncompressedLeaves()
-                _ = try records.log.compact()
+                _ = try records.log.compact(progress: progress)
             }
             return (before, records.log.statistics.logBytes)
         }

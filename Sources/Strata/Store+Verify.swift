@@ -42,10 +42,11 @@ public struct VerificationReport: Sendable, CustomStringConvertible {
 extension VerificationReport {
     /// Checks `snapshot` of `records`: the superblock slots and the log's length, the page
     /// log's frames and bookkeeping, then the record layer (`Store.verify()`, and the `strata`
-    /// tool through `StoreInspection`).
-    init(checking snapshot: RecordSnapshot, of records: RecordStore) {
+    /// tool through `StoreInspection`). `progress` is called with the pages read so far while
+    /// the page log's frames are read (the longest part).
+    init(checking snapshot: RecordSnapshot, of records: RecordStore, progress: ((Int) -> Void)? = nil) {
         let logProblems = records.log.verifySuperblock() + records.log.verifyLogEnds()
-        let (pages, pageProblems) = records.log.verifyPages(in: snapshot.snapshot)
+        let (pages, pageProblems) = records.log.verifyPages(in: snapshot.snapshot, progress: progress)
         let recordLayer = records.verify(snapshot)
         self.init(problems: (logProblems + pageProblems + recordLayer.problems).map { Problem(file: $0.file, offset: $0.offset, what: $0.what) },
                   pages: pages, records: recordLayer.records, indexEntries: recordLayer.indexEntries, historyParts: recordLayer.historyParts)

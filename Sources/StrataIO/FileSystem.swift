@@ -28,6 +28,8 @@ package protocol FileSystem: Sendable {
     func fileExists(_ path: String) -> Bool
     /// Removes a file.
     func removeFile(_ path: String) throws
+    /// Removes an empty directory.
+    func removeDirectory(_ path: String) throws
     /// Atomically renames `source` to `destination`, replacing it if present.
     func rename(_ source: String, to destination: String) throws
     /// Makes the creations, renames and removals in a directory durable (fsync of the directory).

@@ -355,6 +355,22 @@ package final class MemoryFileSystem: FileSystem, Sendable {
         }
     }
 
+    package func removeDirectory(_ path: String) throws {
+        try state.withLock { state in
+            let directory = Self.normalize(path)
+            try Self.checkAlive(&state, "rmdir", path)
+            try Self.checkAccess(state, path, .readWrite, "rmdir")
+            guard directory != "/", state.directories.contains(directory) else { throw IOError(.notFound, operation: "rmdir", path: path) }
+            let prefix = directory + "/"
+            guard !state.entries.keys.contains(where: { $0.hasPrefix(prefix) }),
+                  !state.directories.contains(where: { $0.hasPrefix(prefix) }) else {
+                throw IOError(.other(0), operation: "rmdir", path: path)
+            }
+            // Directories are durable at once, as `createDirectory` makes them.
+            state.directories.remove(directory)
+        }
+    }
+
     package func rename(_ source: String, to destination: String) throws {
         try state.withLock { state in
             try Self.checkAlive(&state, "rename", source)

@@ -162,6 +162,12 @@ enum Platform {
     /// `rename(2)`: 0, or -1.
     static func rename(_ source: String, _ destination: String) -> Int32 { cRename(source, destination) }
 
+    /// `rmdir(2)`: 0, or -1 (the directory must be empty).
+    static func removeDirectory(_ path: String) -> Int32 { rmdir(path) }
+
+    /// `isatty(3)`: whether `descriptor` is a terminal.
+    static func isTerminal(_ descriptor: Int32) -> Bool { isatty(descriptor) == 1 }
+
     // MARK: descriptors
 
     /// `pread(2)`: bytes read, 0 at the end of the file, or -1.

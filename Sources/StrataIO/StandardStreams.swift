@@ -25,6 +25,11 @@ package enum StandardStreams {
         }
     }
 
+    /// Whether `descriptor` is a terminal (isatty(3)): progress is drawn only on one.
+    package static func isTerminal(_ descriptor: Int32) -> Bool {
+        Platform.isTerminal(descriptor)
+    }
+
     /// Ends the process with `status` (exit(3)).
     package static func exit(status: Int32) -> Never {
         Platform.exit(status)

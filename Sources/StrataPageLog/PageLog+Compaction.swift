@@ -18,16 +18,18 @@ extension PageLog {
     /// `maximumSpaceAmplification`, at least 1), then checkpoints twice so both superblock
     /// slots stop referring to the emptied segments, which are then deleted — unless an
     /// open snapshot still needs them, in which case a later checkpoint deletes them.
+    /// `progress`, when given, is called after each segment moved with the fraction (0…1) of
+    /// the excess log bytes reclaimed so far.
     @discardableResult
-    package func compact(targetAmplification: Double? = nil) throws -> CompactionReport {
+    package func compact(targetAmplification: Double? = nil, progress: ((Double) -> Void)? = nil) throws -> CompactionReport {
         try writerLock.withLock { _ in
             try checkWritable()
             if checkpointsHeld.load(ordering: .acquiring) { return CompactionReport() }
-            return try compactLocked(targetAmplification: targetAmplification)
+            return try compactLocked(targetAmplification: targetAmplification, progress: progress)
         }
     }
 
-    func compactLocked(targetAmplification: Double?) throws -> CompactionReport {
+    func compactLocked(targetAmplification: Double?, progress: ((Double) -> Void)? = nil) throws -> CompactionReport {
         let target = max(1.0, targetAmplification ?? options.maximumSpaceAmplification * 0.75)
         var report = CompactionReport()
         let retiredBefore = Set(writer.retired.map(\.segment))
@@ -46,6 +48,7 @@ extension PageLog {
         // Only segments sealed before this point are candidates: relocation writes new segments,
         // and compacting those would never end.
         let firstNewSegment = writer.activeSegment
+        let excess = max(1, Double(writer.totalLogBytes) - target * Double(max(writer.totalLiveBytes, 1)))
         while true {
             let total = writer.totalLogBytes
             let live = writer.totalLiveBytes
@@ -67,6 +70,10 @@ extension PageLog {
             report.relocatedPages += pages
             report.relocatedBytes += bytes
             awaitingDeletion = true
+            if let progress {
+                let left = Double(writer.totalLogBytes) - target * Double(max(writer.totalLiveBytes, 1))
+                progress(min(1, max(0, 1 - left / excess)))
+            }
             if lowOnSpace {
                 // Delete it now (invariant 10), so the next one moves into the room it leaves.
                 try checkpointLocked(refillingReserve: false)

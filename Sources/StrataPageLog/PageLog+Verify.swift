@@ -33,8 +33,9 @@ extension PageLog {
     /// Reads and verifies the frame of every page of `snapshot` (checksum, header, page id,
     /// LSN and length as the table expects, decompression), and — for a writer — checks the
     /// in-memory invariants (`checkInvariants`). Returns how many pages were read and every
-    /// problem found; stops at nothing.
-    package func verifyPages(in snapshot: Snapshot) -> (pages: Int, problems: [StoreProblem]) {
+    /// problem found; stops at nothing. `progress`, when given, is called with the pages read so
+    /// far after each page.
+    package func verifyPages(in snapshot: Snapshot, progress: ((Int) -> Void)? = nil) -> (pages: Int, problems: [StoreProblem]) {
         var problems: [StoreProblem] = []
         var pages = 0
         snapshot.table.forEach(unreadable: { index, error in
@@ -50,6 +51,7 @@ extension PageLog {
                 problems.append(StoreProblem(file: path(StoreFileNames.segment(UInt64(location.segment))), offset: UInt64(location.offset),
                                              what: "page \(pageID) (frame of \(location.length) bytes): \(reason)"))
             }
+            progress?(pages)
         }
         if follower == nil {
             problems += checkInvariants().map { StoreProblem(file: "page log (in memory)", offset: nil, what: $0) }

@@ -11,9 +11,12 @@ package struct CatalogEntity: Sendable, Hashable {
     package var attributes: [CatalogAttribute]
     /// Own relationships, sorted by id.
     package var relationships: [CatalogRelationship]
+    /// The `originalName` the schema declared when this version was registered (nil: none).
+    /// Not part of the shape or its checksum (catalog format 3).
+    package var originalName: String?
 
     package init(id: UInt32, name: String, parentID: UInt32?, isAbstract: Bool,
-                 attributes: [CatalogAttribute], relationships: [CatalogRelationship])
+                 attributes: [CatalogAttribute], relationships: [CatalogRelationship], originalName: String? = nil)
     {
         self.id = id
         self.name = name
@@ -21,6 +24,7 @@ package struct CatalogEntity: Sendable, Hashable {
         self.isAbstract = isAbstract
         self.attributes = attributes
         self.relationships = relationships
+        self.originalName = originalName
     }
 
     package func attribute(named name: String) -> CatalogAttribute? { attributes.first { $0.name == name } }
@@ -38,7 +42,11 @@ package struct CatalogAttribute: Sendable, Hashable {
     package var defaultValue: Value
     package var isUnique: Bool
     package var isIndexed: Bool
+    /// The `originalName` the schema declared when this version was registered (nil: none).
+    /// Not part of the shape or its checksum (catalog format 3).
+    package var originalName: String?
 
+    /// The catalog form of `attribute` under `id`, its `originalName` kept.
     package init(id: UInt32, attribute: Attribute) {
         self.id = id
         name = attribute.name
@@ -47,6 +55,7 @@ package struct CatalogAttribute: Sendable, Hashable {
         defaultValue = attribute.defaultValue
         isUnique = attribute.options.contains(.unique)
         isIndexed = attribute.options.contains(.indexed)
+        originalName = attribute.originalName
     }
 
     /// The schema attribute with this shape (no originalName, no preserveValueOnDeletion: the
@@ -71,10 +80,15 @@ package struct CatalogRelationship: Sendable, Hashable {
     package var cardinality: Relationship.Cardinality
     package var deleteRule: Relationship.DeleteRule
     package var isOptional: Bool
+    /// The `originalName` the schema declared when this version was registered (nil: none).
+    /// Not part of the shape or its checksum (catalog format 3).
+    package var originalName: String?
 
     package init(id: UInt32, name: String, destinationID: UInt32, inverseID: UInt32?,
-                 cardinality: Relationship.Cardinality, deleteRule: Relationship.DeleteRule, isOptional: Bool)
+                 cardinality: Relationship.Cardinality, deleteRule: Relationship.DeleteRule, isOptional: Bool,
+                 originalName: String? = nil)
     {
+        self.originalName = originalName
         self.id = id
         self.name = name
         self.destinationID = destinationID

@@ -5,12 +5,16 @@ import StrataFormat
 extension SchemaCatalog {
     /// `STRATSCH`, the first 8 bytes of an encoded catalog.
     package static let magic: [UInt8] = Array("STRATSCH".utf8)
-    /// The newest catalog layout version this library reads. It writes 1, or 2 when a
-    /// property id changes identity in one of the two ways version 1 forbids (a plain
-    /// attribute made codable, an attribute or relationship taken over by a newly adopted
-    /// ancestor; ``formatVersionNeeded``), so a reader predating them reports a newer format
-    /// rather than corruption, and every other catalog keeps its bytes.
-    package static let formatVersion: UInt16 = 2
+    /// The newest catalog layout version this library reads. It writes 1; 2 when a property
+    /// id changes identity in one of the two ways version 1 forbids (a plain attribute made
+    /// codable, an attribute or relationship taken over by a newly adopted ancestor); 3 when
+    /// an entity, attribute or relationship keeps the `originalName` it was declared with
+    /// (``formatVersionNeeded``) — so a reader predating them reports a newer format rather
+    /// than corruption, and every other catalog keeps its bytes.
+    package static let formatVersion: UInt16 = 3
+    /// Entity and relationship flags: bit 0 abstract (entity) or optional (relationship); in
+    /// format 3, bit 1: the original name follows.
+    static let originalNameFlag: UInt8 = 1 << 1
     /// Length of the fixed header before the first version.
     package static let headerLength = 28
 
@@ -46,15 +50,17 @@ extension SchemaCatalog {
     private static func append(_ entity: CatalogEntity, to writer: inout ByteWriter) {
         writer.append(entity.id)
         writer.append(entity.parentID ?? 0)
-        writer.append(UInt8(entity.isAbstract ? 1 : 0))
+        writer.append(UInt8(entity.isAbstract ? 1 : 0) | (entity.originalName == nil ? 0 : originalNameFlag))
         writer.appendLengthPrefixed(entity.name.utf8)
+        if let originalName = entity.originalName { writer.appendLengthPrefixed(originalName.utf8) }
         writer.append(UInt32(truncatingIfNeeded: entity.attributes.count))
         for attribute in entity.attributes {
             writer.append(attribute.id)
             writer.appendLengthPrefixed(attribute.name.utf8)
             attribute.type.append(to: &writer)
-            writer.append(AttributeFlags.of(attribute.attribute))
+            writer.append(AttributeFlags.of(attribute.attribute) | (attribute.originalName == nil ? 0 : AttributeFlags.originalName))
             attribute.defaultValue.append(to: &writer)
+            if let originalName = attribute.originalName { writer.appendLengthPrefixed(originalName.utf8) }
         }
         writer.append(UInt32(truncatingIfNeeded: entity.relationships.count))
         for relationship in entity.relationships {
@@ -64,7 +70,8 @@ extension SchemaCatalog {
             writer.append(relationship.inverseID ?? 0)
             writer.append(relationship.cardinality.storageTag)
             writer.append(relationship.deleteRule.storageTag)
-            writer.append(UInt8(relationship.isOptional ? 1 : 0))
+            writer.append(UInt8(relationship.isOptional ? 1 : 0) | (relationship.originalName == nil ? 0 : originalNameFlag))
+            if let originalName = relationship.originalName { writer.appendLengthPrefixed(originalName.utf8) }
         }
     }
 
@@ -105,7 +112,7 @@ extension SchemaCatalog {
         var offsets: [Int] = []
         for _ in 0..<count {
             offsets.append(reader.position)
-            versions.append(try readVersion(&reader))
+            versions.append(try readVersion(&reader, format: version))
         }
         guard reader.remaining == 0 else { throw FormatError("\(reader.remaining) bytes after the last catalog version", at: reader.position) }
         let catalog = SchemaCatalog(versions: versions, nextVersionID: nextVersionID, nextEntityID: nextEntityID,
@@ -114,7 +121,7 @@ extension SchemaCatalog {
         return catalog
     }
 
-    private static func readVersion(_ reader: inout ByteReader) throws -> CatalogVersion {
+    private static func readVersion(_ reader: inout ByteReader, format: UInt16) throws -> CatalogVersion {
         let id = try reader.read(UInt32.self, "version id")
         let number = Schema.Version(try reader.read(UInt32.self, "major"), try reader.read(UInt32.self, "minor"),
                                     try reader.read(UInt32.self, "patch"))
@@ -124,17 +131,19 @@ extension SchemaCatalog {
         }
         let count = try readCount(&reader, minimumLength: minimumEntityLength, "entity count of version \(id)")
         var entities: [CatalogEntity] = []
-        for _ in 0..<count { entities.append(try readEntity(&reader)) }
+        for _ in 0..<count { entities.append(try readEntity(&reader, format: format)) }
         return CatalogVersion(id: id, schemaVersion: number, checksum: checksum, entities: entities)
     }
 
-    private static func readEntity(_ reader: inout ByteReader) throws -> CatalogEntity {
+    private static func readEntity(_ reader: inout ByteReader, format: UInt16) throws -> CatalogEntity {
         let id = try reader.read(UInt32.self, "entity id")
         let parentID = try reader.read(UInt32.self, "parent entity id")
         let flagsAt = reader.position
         let flags = try reader.read(UInt8.self, "entity flags")
-        guard flags & ~1 == 0 else { throw FormatError("unknown entity flags \(flags)", at: flagsAt) }
+        let originalNameBit = format >= 3 ? originalNameFlag : 0
+        guard flags & ~(1 | originalNameBit) == 0 else { throw FormatError("unknown entity flags \(flags)", at: flagsAt) }
         let name = try reader.readString("entity name")
+        let originalName = flags & originalNameFlag != 0 ? try reader.readString("original name of entity \(name)") : nil
         var attributes: [CatalogAttribute] = []
         for _ in 0..<(try readCount(&reader, minimumLength: minimumAttributeLength, "attribute count of \(name)")) {
             let id = try reader.read(UInt32.self, "attribute id")
@@ -142,24 +151,27 @@ extension SchemaCatalog {
             let type = try AttributeType.read(from: &reader)
             let flagsAt = reader.position
             let flags = try reader.read(UInt8.self, "attribute flags")
-            guard flags & ~AttributeFlags.all == 0 else { throw FormatError("unknown attribute flags \(flags)", at: flagsAt) }
+            let known = AttributeFlags.all | (format >= 3 ? AttributeFlags.originalName : 0)
+            guard flags & ~known == 0 else { throw FormatError("unknown attribute flags \(flags)", at: flagsAt) }
             let defaultValue = try Value.read(from: &reader, "default value of \(name).\(attributeName)")
+            let originalName = flags & AttributeFlags.originalName != 0
+                ? try reader.readString("original name of \(name).\(attributeName)") : nil
             var options: Attribute.Options = []
             if flags & AttributeFlags.unique != 0 { options.insert(.unique) }
             if flags & AttributeFlags.indexed != 0 { options.insert(.indexed) }
             let attribute = Attribute(name: attributeName, type: type, isOptional: flags & AttributeFlags.optional != 0,
-                                      defaultValue: defaultValue, options: options)
+                                      defaultValue: defaultValue, options: options, originalName: originalName)
             attributes.append(CatalogAttribute(id: id, attribute: attribute))
         }
         var relationships: [CatalogRelationship] = []
         for _ in 0..<(try readCount(&reader, minimumLength: minimumRelationshipLength, "relationship count of \(name)")) {
-            relationships.append(try readRelationship(&reader))
+            relationships.append(try readRelationship(&reader, format: format))
         }
-        return CatalogEntity(id: id, name: name, parentID: parentID == 0 ? nil : parentID, isAbstract: flags == 1,
-                             attributes: attributes, relationships: relationships)
+        return CatalogEntity(id: id, name: name, parentID: parentID == 0 ? nil : parentID, isAbstract: flags & 1 != 0,
+                             attributes: attributes, relationships: relationships, originalName: originalName)
     }
 
-    private static func readRelationship(_ reader: inout ByteReader) throws -> CatalogRelationship {
+    private static func readRelationship(_ reader: inout ByteReader, format: UInt16) throws -> CatalogRelationship {
         let id = try reader.read(UInt32.self, "relationship id")
         let name = try reader.readString("relationship name")
         let destinationID = try reader.read(UInt32.self, "destination entity id")
@@ -172,9 +184,11 @@ extension SchemaCatalog {
             throw FormatError("unknown delete rule of relationship \(name)", at: tagsAt + 1)
         }
         let flags = try reader.read(UInt8.self, "relationship flags")
-        guard flags & ~1 == 0 else { throw FormatError("unknown relationship flags \(flags)", at: tagsAt + 2) }
+        let originalNameBit = format >= 3 ? originalNameFlag : 0
+        guard flags & ~(1 | originalNameBit) == 0 else { throw FormatError("unknown relationship flags \(flags)", at: tagsAt + 2) }
+        let originalName = flags & originalNameFlag != 0 ? try reader.readString("original name of relationship \(name)") : nil
         return CatalogRelationship(id: id, name: name, destinationID: destinationID, inverseID: inverseID == 0 ? nil : inverseID,
-                                   cardinality: cardinality, deleteRule: deleteRule, isOptional: flags == 1)
+                                   cardinality: cardinality, deleteRule: deleteRule, isOptional: flags & 1 != 0, originalName: originalName)
     }
 
     /// A `u32` count, refused when even the smallest items of that many would not fit in the

@@ -7,9 +7,11 @@ extension SchemaCatalog {
         try checkInvariants(versionOffsets: nil, formatVersion: nil)
     }
 
-    /// The catalog format version these versions need: 2 when a property id changes identity
-    /// in a way format 1 forbids (see ``checkInvariants(versionOffsets:formatVersion:)``), else 1.
+    /// The catalog format version these versions need: 3 when an entity, attribute or
+    /// relationship keeps an original name; else 2 when a property id changes identity in a way
+    /// format 1 forbids (see ``checkInvariants(versionOffsets:formatVersion:)``); else 1.
     package var formatVersionNeeded: UInt16 {
+        if hasOriginalNames { return 3 }
         var identities: [UInt32: PropertyIdentity] = [:]
         for version in versions {
             for (id, identity) in Self.propertyIdentities(of: version) {
@@ -69,9 +71,22 @@ extension SchemaCatalog {
                 throw fail("the recorded schema's checksum is \(shape.checksum), not the stored \(version.checksum)")
             }
         }
-        // Format 2 exactly when needed: one byte string per catalog.
+        // Format 2 and 3 exactly when needed: one byte string per catalog.
         if formatVersion == 2 && !changedIdentity {
             throw FormatError("catalog format version 2 without a property id that changes identity (write 1)", at: 8)
+        }
+        if formatVersion == 3 && !hasOriginalNames {
+            throw FormatError("catalog format version 3 without an original name (write \(changedIdentity ? 2 : 1))", at: 8)
+        }
+    }
+
+    /// Whether an entity, attribute or relationship of some version keeps an original name.
+    var hasOriginalNames: Bool {
+        versions.contains { version in
+            version.entities.contains { entity in
+                entity.originalName != nil || entity.attributes.contains { $0.originalName != nil }
+                    || entity.relationships.contains { $0.originalName != nil }
+            }
         }
     }
 

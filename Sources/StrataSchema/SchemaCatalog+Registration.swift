@@ -93,11 +93,11 @@ extension SchemaCatalog {
             relationships.append(CatalogRelationship(
                 id: try allocation.propertyID(keeping: previousID), name: relationship.name, destinationID: destinationID,
                 inverseID: nil, cardinality: relationship.cardinality, deleteRule: relationship.deleteRule,
-                isOptional: relationship.isOptional))
+                isOptional: relationship.isOptional, originalName: relationship.originalName))
         }
         return CatalogEntity(id: entityIDs[entity.name] ?? 0, name: entity.name, parentID: entity.parent.flatMap { entityIDs[$0] },
                              isAbstract: entity.isAbstract, attributes: attributes.sorted { $0.id < $1.id },
-                             relationships: relationships.sorted { $0.id < $1.id })
+                             relationships: relationships.sorted { $0.id < $1.id }, originalName: entity.originalName)
     }
 
     /// Whether `attribute` keeps the id of `old`, the attribute of the previous version it

@@ -91,6 +91,8 @@ package enum AttributeFlags {
     package static let unique: UInt8 = 1 << 1
     package static let indexed: UInt8 = 1 << 2
     package static let all: UInt8 = optional | unique | indexed
+    /// Catalog format 3: the attribute's original name follows its default.
+    package static let originalName: UInt8 = 1 << 3
 
     /// The flags of the storage-relevant properties of `attribute` (not preserveValueOnDeletion).
     package static func of(_ attribute: Attribute) -> UInt8 {

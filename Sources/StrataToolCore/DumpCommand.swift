@@ -50,6 +50,10 @@ enum DumpCommand {
             let family = Set(version.family(ofEntity: entity.id))
             entityIDs = entityIDs.filter(family.contains)
         }
+        let selected = Set(entityIDs)
+        let total = store.entityTrees.filter { selected.contains($0.entityID) }.reduce(0) { $0 + Int(clamping: min($1.records, UInt64(limit ?? .max))) }
+        let progress = ProgressBar(total: total, label: "dump")
+        var done = 0
         for entityID in entityIDs {
             let layout = EntityLayout(entityID: entityID, names: names)
             var written = 0
@@ -57,9 +61,12 @@ enum DumpCommand {
             try store.scan(entity: entityID) { id, values in
                 output.line(layout.line(id: id, values: values))
                 written += 1
+                done += 1
+                progress.update(done: done)
                 return limit.map { written < $0 } ?? true
             }
         }
+        progress.finish()
         return .success
     }
 

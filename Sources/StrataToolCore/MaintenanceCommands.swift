@@ -25,7 +25,9 @@ enum MaintenanceCommands {
             """,
         run: { line, output in
             let path = line.positionals[0]
-            let (before, after) = try StoreInspection.compact(at: path)
+            let progress = ProgressBar(total: 1000, label: "compact")
+            let (before, after) = try StoreInspection.compact(at: path) { progress.update(done: Int(($0 * 1000).rounded())) }
+            progress.finish()
             output.line("compacted \(path): log \(before) bytes before, \(after) bytes after")
             return .success
         })

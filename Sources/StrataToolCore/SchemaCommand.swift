@@ -14,9 +14,10 @@ enum SchemaCommand {
             entity with its id, parent and whether it is abstract; each attribute with its id,
             type, whether it is optional, its default (as JSON, as dump writes values), and
             whether it is unique or indexed; each relationship with its id, cardinality,
-            destination, inverse, delete rule and whether it is optional. Ids are stable across
-            versions: a renamed entity or property keeps its id (the catalog keeps no original
-            names; the same id under a new name is the rename).
+            destination, inverse, delete rule and whether it is optional; for each, the
+            originalName the schema declared ("originally NAME"). Ids are stable across versions:
+            a renamed entity or property keeps its id (catalogs written before format 3 keep no
+            original names; there the same id under a new name is the rename).
 
             options:
               --diff V1 V2   the differences from version V1 to version V2 instead, each marked
@@ -83,6 +84,7 @@ enum SchemaCommand {
             var traits: [String] = []
             if let parent = entity.parentID { traits.append("parent \(version.entity(id: parent)?.name ?? "#\(parent)")") }
             if entity.isAbstract { traits.append("abstract") }
+            if let originalName = entity.originalName { traits.append("originally \(originalName)") }
             if !traits.isEmpty { heading += ": " + traits.joined(separator: ", ") }
             lines.append(heading)
             for attribute in entity.attributes {
@@ -102,6 +104,7 @@ enum SchemaCommand {
         if !attribute.defaultValue.isNull { traits.append("default \(RecordJSON.value(attribute.defaultValue).compact)") }
         if attribute.isUnique { traits.append("unique") }
         if attribute.isIndexed { traits.append("indexed") }
+        if let originalName = attribute.originalName { traits.append("originally \(originalName)") }
         return traits
     }
 
@@ -110,6 +113,7 @@ enum SchemaCommand {
         if let inverse = inverse(relationship, in: version) { traits.append("inverse \(inverse)") }
         traits.append("delete rule \(relationship.deleteRule)")
         traits.append(relationship.isOptional ? "optional" : "required")
+        if let originalName = relationship.originalName { traits.append("originally \(originalName)") }
         return traits
     }
 
@@ -128,18 +132,20 @@ enum SchemaCommand {
                 .object([
                     ("id", .int(entity.id)), ("name", .string(entity.name)),
                     ("parent", entity.parentID.map { .string(version.entity(id: $0)?.name ?? "#\($0)") } ?? .null),
-                    ("abstract", .bool(entity.isAbstract)),
+                    ("abstract", .bool(entity.isAbstract)), ("originalName", entity.originalName.map(JSONText.string) ?? .null),
                     ("attributes", .array(entity.attributes.map { attribute in
                         .object([("id", .int(attribute.id)), ("name", .string(attribute.name)), ("type", .string("\(attribute.type)")),
                                  ("optional", .bool(attribute.isOptional)), ("default", RecordJSON.value(attribute.defaultValue)),
-                                 ("unique", .bool(attribute.isUnique)), ("indexed", .bool(attribute.isIndexed))])
+                                 ("unique", .bool(attribute.isUnique)), ("indexed", .bool(attribute.isIndexed)),
+                                 ("originalName", attribute.originalName.map(JSONText.string) ?? .null)])
                     })),
                     ("relationships", .array(entity.relationships.map { relationship in
                         .object([("id", .int(relationship.id)), ("name", .string(relationship.name)),
                                  ("cardinality", .string(relationship.cardinality == .toMany ? "to-many" : "to-one")),
                                  ("destination", .string(destination(relationship, in: version))),
                                  ("inverse", inverse(relationship, in: version).map(JSONText.string) ?? .null),
-                                 ("deleteRule", .string("\(relationship.deleteRule)")), ("optional", .bool(relationship.isOptional))])
+                                 ("deleteRule", .string("\(relationship.deleteRule)")), ("optional", .bool(relationship.isOptional)),
+                                 ("originalName", relationship.originalName.map(JSONText.string) ?? .null)])
                     })),
                 ])
             })),

@@ -35,7 +35,9 @@ enum VerifyCommand {
         do {
             let store = try StoreInspection(at: path)
             defer { store.close() }
-            let checked = store.verify()
+            let progress = ProgressBar(total: store.space.pages, label: "verify")
+            let checked = store.verify { progress.update(done: $0) }
+            progress.finish()
             report = (checked.pages, checked.records, checked.indexEntries, checked.historyParts, checked.problems)
         } catch StrataError.corruption(let file, let offset, let reason) {
             // Damage that stops the store opening is the one problem found.

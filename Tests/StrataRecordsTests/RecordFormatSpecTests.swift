@@ -73,7 +73,7 @@ import StrataSchema
             bytes += [1, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0]
             _ = try SchemaCatalog.decode(bytes)
         }
-        #expect(catalogs == [1, 2])
+        #expect(catalogs == [1, 2, 3])
         #expect(Self.versionsTable("schema catalog", lines) == catalogs)
         #expect(try Self.numbersRow("formats", after: "catalog format versions", lines) == catalogs)
         let records = Self.accepted { version in _ = try RecordCodec.decode([UInt8(version), 0]) }

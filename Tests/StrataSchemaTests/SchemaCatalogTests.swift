@@ -169,11 +169,24 @@ import StrataTestSupport
         }
         #expect(decodeError { $0[0] = UInt8(ascii: "X") }?.reason == "not a schema catalog (wrong magic)")
         #expect(decodeError { $0[8] = 0 }?.offset == 8)
-        let newer = decodeError { $0[8] = 3 }
-        #expect(newer?.unsupportedVersion == 3 && newer?.offset == 8)
-        // Format 2 only for a catalog that needs it (an id changing identity): not this one.
-        let needless = decodeError { $0[8] = 2 }
-        #expect(needless?.unsupportedVersion == nil && needless?.offset == 8)
+        let newer = decodeError { $0[8] = 4 }
+        #expect(newer?.unsupportedVersion == 4 && newer?.offset == 8)
+        // Format 3 (original names, which this one keeps) is refused as format 2 or 1: the flag
+        // bit that announces an original name is unknown there.
+        #expect(decodeError { $0[8] = 2 } != nil)
+        #expect(decodeError { $0[8] = 1 } != nil)
+        // Format 2 only for a catalog that needs it (an id changing identity), 3 only for one
+        // that keeps an original name: not this one.
+        let plain = try SchemaCatalog().register(Fixtures.library).catalog.encoded()
+        #expect(plain[8] == 1)
+        for format: UInt8 in [2, 3] {
+            var bytes = plain
+            bytes[8] = format
+            #expect(throws: FormatError.self) { try SchemaCatalog.decode(bytes) }
+            do { _ = try SchemaCatalog.decode(bytes) } catch {
+                #expect(error.unsupportedVersion == nil && error.offset == 8, "format \(format)")
+            }
+        }
         #expect(decodeError { $0[10] = 1 }?.offset == 10)
         #expect(decodeError { $0.append(0) }?.reason == "1 bytes after the last catalog version")
         #expect(decodeError { $0[24] = 0xFF }?.offset == 24)  // version count beyond the bytes
@@ -199,6 +212,13 @@ import StrataTestSupport
                 .encoded().count
             uncheckable.formUnion((start + 4)..<(start + 16))  // major, minor, patch
         }
+        // The original name "name" of Author.fullName (format 3), which no check covers: after
+        // the attribute's name, its type, flags and default, and the name's length.
+        let fullName = [UInt8(8)] + Array("fullName".utf8)
+        let at = try #require(good.indices.last { good[$0...].starts(with: fullName) })
+        let originalName = (at + fullName.count + 4)..<(at + fullName.count + 8)
+        #expect(good[originalName.lowerBound - 1] == 4 && Array(good[originalName]) == Array("name".utf8))
+        uncheckable.formUnion(originalName)
         for index in good.indices {
             for bit in 0..<8 {
                 var bytes = good

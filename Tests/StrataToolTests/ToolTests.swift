@@ -40,7 +40,9 @@ import Glibc
         var lines: [String] { output.split(separator: "\n", omittingEmptySubsequences: false).dropLast().map(String.init) }
     }
 
-    static func strata(_ arguments: String...) -> Run {
+    static func strata(_ arguments: String...) -> Run { strata(arguments) }
+
+    static func strata(_ arguments: [String]) -> Run {
         final class Captured: @unchecked Sendable {
             var output: [UInt8] = []
             var errors = ""
@@ -503,7 +505,7 @@ import Glibc
     @Test func helpIsPrintedForTheToolAndEachCommand() {
         let overview = Self.strata("--help")
         #expect(overview.status == .success)
-        for command in ["info", "verify", "schema", "dump", "compact", "checkpoint"] {
+        for command in ["info", "verify", "schema", "dump", "history", "export", "import", "compact", "checkpoint"] {
             #expect(overview.output.contains("\n  \(command) "), "\(command)")
             let help = Self.strata(command, "--help")
             #expect(help.status == .success)
@@ -518,7 +520,7 @@ import Glibc
         let folder = try temporaryDirectory()
         defer { removeDirectory(folder) }
         let path = folder + "/absent"
-        for command in ["info", "verify", "schema", "dump", "compact", "checkpoint"] {
+        for command in ["info", "verify", "schema", "dump", "history", "export", "compact", "checkpoint"] {
             let run = Self.strata(command, path)
             #expect(run.status == .storeError, "\(command)")
             #expect(run.errors == "strata \(command): there is no store at \(path)\n", "\(command)")
