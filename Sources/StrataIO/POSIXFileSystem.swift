@@ -49,6 +49,10 @@ package struct POSIXFileSystem: FileSystem {
         if Platform.unlink(path) != 0 { throw posixError("unlink", path) }  // unlink(2)
     }
 
+    package func removeDirectory(_ path: String) throws {
+        if Platform.removeDirectory(path) != 0 { throw posixError("rmdir", path) }  // rmdir(2)
+    }
+
     package func rename(_ source: String, to destination: String) throws {
         if Platform.rename(source, destination) != 0 { throw posixError("rename", source) }  // rename(2)
     }

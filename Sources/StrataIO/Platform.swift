@@ -42,6 +42,10 @@ enum Platform {
     static let invalidArgument = EINVAL
     /// `EBADF`: a descriptor not open for the operation.
     static let badDescriptor = EBADF
+    /// `ENOTEMPTY`: a directory that still holds entries.
+    static let notEmpty = ENOTEMPTY
+    /// `ENOTDIR`.
+    static let notADirectory = ENOTDIR
 
     /// The I/O layer's reading of an `errno` value.
     static func kind(ofError code: Int32) -> IOError.Kind {
@@ -158,6 +162,12 @@ enum Platform {
 
     /// `unlink(2)`: 0, or -1.
     static func unlink(_ path: String) -> Int32 { cUnlink(path) }
+
+    /// `rmdir(2)` of an empty directory: 0, or -1.
+    static func removeDirectory(_ path: String) -> Int32 { rmdir(path) }
+
+    /// `isatty(3)`: whether the descriptor is a terminal.
+    static func isTerminal(_ descriptor: Int32) -> Bool { isatty(descriptor) == 1 }
 
     /// `rename(2)`: 0, or -1.
     static func rename(_ source: String, _ destination: String) -> Int32 { cRename(source, destination) }

@@ -25,6 +25,12 @@ package enum StandardStreams {
         }
     }
 
+    /// Whether `descriptor` is a terminal (isatty(3)): the `strata` tool draws a progress bar on
+    /// standard error only then.
+    package static func isTerminal(_ descriptor: Int32) -> Bool {
+        Platform.isTerminal(descriptor)
+    }
+
     /// Ends the process with `status` (exit(3)).
     package static func exit(status: Int32) -> Never {
         Platform.exit(status)
