@@ -189,6 +189,7 @@ extension PageLog {
         let temporary = destination + StoreFileNames.temporarySuffix
         var attempt = 1
         while true {
+            var renamed = false
             if fileSystem.fileExists(destination) { throw PageLogError.destinationExists(path: destination) }
             try Self.removeStaleBackup(temporary, fileSystem: fileSystem)
             do {
@@ -203,11 +204,13 @@ extension PageLog {
                 if fileSystem.fileExists(destination) { throw PageLogError.destinationExists(path: destination) }
                 try Self.translatingIOErrors {
                     try fileSystem.rename(temporary, to: destination)
+                    renamed = true
                     try fileSystem.syncDirectory(Self.parentDirectory(of: destination))
                 }
                 return (total, image.fileCount)
             } catch {
-                try? Self.removeStaleBackup(temporary, fileSystem: fileSystem)
+                // In place but its name perhaps not durable (the parent's sync failed): taken back.
+                try? Self.removeStaleBackup(renamed ? destination : temporary, fileSystem: fileSystem)
                 if attempt < Self.followerLoadAttempts, isFollower, (error as? PageLogError)?.mayComeFromAConcurrentWriter == true {
                     attempt += 1
                     continue
