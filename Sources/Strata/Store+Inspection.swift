@@ -166,6 +166,13 @@ package final class StoreInspection: Sendable {
         return (UInt64(entries.count), entries.reduce(0) { $0 + UInt64($1.bytes.count) })
     }
 
+    /// Backs the store up to a new store folder at `path` as `Store.backup(to:progress:)` does
+    /// from a read-only store: without blocking the process that writes it.
+    /// - Throws: as `Store.backup(to:progress:)`.
+    package func backup(to path: String, progress: ((BackupProgress) -> Void)? = nil) throws -> BackupReport {
+        try StoreBackup.run(records.log, to: path, progress: progress)
+    }
+
     /// Checks the whole store as `Store.verify()` does.
     package func verify() -> VerificationReport {
         VerificationReport(checking: snapshot, of: records)
