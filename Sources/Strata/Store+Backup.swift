@@ -3,7 +3,7 @@ import StrataIO
 import StrataPageLog
 import StrataRecords
 
-/// Where a running backup is (`Store.backup(to:progress:)`). Delivered after each piece copied
+/// Where a running backup is (`Store.backup(to:verification:progress:)`). Delivered after each piece copied
 /// (at most 1 MiB), once when the copy is complete and its verification starts, and once when
 /// the backup is in place. `bytesCopied` never decreases and ends at `bytesTotal`.
 public struct BackupProgress: Sendable, Equatable {
@@ -22,7 +22,7 @@ public struct BackupProgress: Sendable, Equatable {
     }
 }
 
-/// What a finished backup wrote (`Store.backup(to:progress:)`).
+/// What a finished backup wrote (`Store.backup(to:verification:progress:)`).
 public struct BackupReport: Sendable {
     /// The backup's folder: a store that opens like any other.
     public let path: String
@@ -30,11 +30,28 @@ public struct BackupReport: Sendable {
     public let bytes: UInt64
     /// Files copied (the superblock and the segments).
     public let files: Int
-    /// The verification of the copy (sound, or the backup would have failed).
+    /// The verification of the copy (sound, or the backup would have failed); with
+    /// `BackupVerification.frames`, its `records`, `indexEntries` and `historyParts` are 0.
     public let verification: VerificationReport
 }
 
-/// What `Store.backingUp(to:)` delivers.
+/// How a backup checks its copy before renaming it into place
+/// (`Store.backup(to:verification:progress:)`).
+public enum BackupVerification: Sendable, Equatable {
+    /// What `Store.verify()` checks, on the copy: the superblock, the log, every page frame
+    /// (decompressed), every record tree, index and the history journal. It reads and decodes
+    /// every record: about as long as `verify()` of the store, several times the copying.
+    case full
+    /// The copy opens, and every page's frame is whole: the superblock slots and the checkpoint
+    /// roots they name, the log's length, each frame's checksum and header with the page id,
+    /// LSN and length the copy's page table expects — nothing decompressed or decoded. The
+    /// copy's bytes are the source's, so this proves it is a whole image of one committed state;
+    /// its records are as sound as the source's (which `verify()` on the source, or `.full`,
+    /// checks). It reads the copy once, at checksum speed.
+    case frames
+}
+
+/// What `Store.backingUp(to:verification:)` delivers.
 public enum BackupEvent: Sendable {
     /// The backup's progress.
     case progress(BackupProgress)
@@ -54,7 +71,7 @@ extension Store {
     /// and checkpoints go on meanwhile (Docs/Architecture.md, "Backup"). Memory stays bounded
     /// (one 1 MiB buffer) whatever the store's size. The copy is written into the sibling
     /// folder `path + ".tmp"`, every file and the folder synced, opened read-only and verified
-    /// as `verify()` does, and only then renamed to `path`: `path` never holds a half-written
+    /// (`verification`: as `verify()` does by default), and only then renamed to `path`: `path` never holds a half-written
     /// or unverified backup. On any failure the temporary folder is removed and nothing is
     /// at `path`. A temporary folder left by a backup a crash interrupted is removed first.
     ///
@@ -67,19 +84,28 @@ extension Store {
     ///   files may lag what it holds); `.corruption` when the copy fails verification (the
     ///   source may be damaged: run `verify()`); `.io` (a full device, no permission at `path`).
     @discardableResult
-    public func backup(to path: String, progress: ((BackupProgress) -> Void)? = nil) throws -> BackupReport {
-        try StoreBackup.run(records.log, to: path, progress: progress)
+    public func backup(to path: String, verification: BackupVerification = .full,
+                       progress: ((BackupProgress) -> Void)? = nil) throws -> BackupReport {
+        try StoreBackup.run(records.log, to: path, verification: verification, progress: progress)
     }
 
-    /// Backs the store up as ``backup(to:progress:)`` does, on a thread of its own while the
-    /// calling task is suspended; `progress` is called on that thread.
-    /// - Throws: as ``backup(to:progress:)``.
+    /// ``backup(to:verification:progress:)`` that asks `isCancelled` before each piece it copies
+    /// and stops with `CancellationError` (nothing left at `path`) once it says true.
+    package func backup(to path: String, verification: BackupVerification, progress: ((BackupProgress) -> Void)?,
+                        isCancelled: () -> Bool) throws -> BackupReport {
+        try StoreBackup.run(records.log, to: path, verification: verification, progress: progress, isCancelled: isCancelled)
+    }
+
+    /// Backs the store up as ``backup(to:verification:progress:)`` does, on a thread of its own
+    /// while the calling task is suspended; `progress` is called on that thread.
+    /// - Throws: as ``backup(to:verification:progress:)``.
     @discardableResult
-    public func backup(to path: String, progress: (@Sendable (BackupProgress) -> Void)? = nil) async throws -> BackupReport {
-        try await runOffTheCooperativePool { try self.backup(to: path, progress: progress) }
+    public func backup(to path: String, verification: BackupVerification = .full,
+                       progress: (@Sendable (BackupProgress) -> Void)? = nil) async throws -> BackupReport {
+        try await runOffTheCooperativePool { try self.backup(to: path, verification: verification, progress: progress) }
     }
 
-    /// Backs the store up as ``backup(to:progress:)`` does — on a thread of its own — and streams
+    /// Backs the store up as ``backup(to:verification:progress:)`` does — on a thread of its own — and streams
     /// its progress, then its report:
     ///
     /// ```swift
@@ -93,7 +119,7 @@ extension Store {
     ///
     /// The stream ends after `.finished`, or throws what the backup throws. Cancelling the
     /// consuming task stops the copy at its next piece (nothing is left at `backupPath`).
-    public func backingUp(to path: String) -> AsyncThrowingStream<BackupEvent, any Error> {
+    public func backingUp(to path: String, verification: BackupVerification = .full) -> AsyncThrowingStream<BackupEvent, any Error> {
         let log = records.log
         return AsyncThrowingStream { continuation in
             let cancelled = Lock(false)
@@ -102,7 +128,7 @@ extension Store {
             }
             DispatchQueue.global(qos: .userInitiated).async {
                 do {
-                    let report = try StoreBackup.run(log, to: path, progress: { continuation.yield(.progress($0)) },
+                    let report = try StoreBackup.run(log, to: path, verification: verification, progress: { continuation.yield(.progress($0)) },
                                                      isCancelled: { cancelled.withLock { $0 } })
                     continuation.yield(.finished(report))
                     continuation.finish()
@@ -117,8 +143,9 @@ extension Store {
 /// The backup shared by `Store` and the `strata` tool (`StoreInspection`): `PageLog.backUp`
 /// with the record layer's verification of the copy and progress that never goes back.
 enum StoreBackup {
-    /// Backs up the store `log` writes or follows to `path` (see `Store.backup(to:progress:)`).
-    static func run(_ log: PageLog, to path: String, progress: ((BackupProgress) -> Void)?,
+    /// Backs up the store `log` writes or follows to `path` (see `Store.backup(to:verification:progress:)`).
+    /// `isCancelled` is asked before each piece: true stops the backup with `CancellationError`.
+    static func run(_ log: PageLog, to path: String, verification level: BackupVerification, progress: ((BackupProgress) -> Void)?,
                     isCancelled: () -> Bool = { false }) throws -> BackupReport {
         var verification: VerificationReport?
         var reported = BackupProgress(bytesCopied: 0, bytesTotal: 0, isVerifying: false, isFinished: false)
@@ -133,7 +160,7 @@ enum StoreBackup {
                     progress?(next)
                 }
             }, verify: { directory, fileSystem in
-                verification = try verifyCopy(at: directory, fileSystem: fileSystem)
+                verification = try verifyCopy(at: directory, fileSystem: fileSystem, level: level)
             })
         }
         reported = BackupProgress(bytesCopied: bytes, bytesTotal: bytes, isVerifying: false, isFinished: true)
@@ -142,15 +169,15 @@ enum StoreBackup {
         return BackupReport(path: path, bytes: bytes, files: files, verification: verification)
     }
 
-    /// Opens the copy at `directory` read-only and verifies it as `Store.verify()` does.
+    /// Opens the copy at `directory` read-only and verifies it (`level`).
     /// - Throws: `PageLogError.corruption` naming the first problem when it is not sound (or
     ///   does not open), so a follower's backup tries again (`PageLog.backUp`).
-    static func verifyCopy(at directory: String, fileSystem: any FileSystem) throws -> VerificationReport {
+    static func verifyCopy(at directory: String, fileSystem: any FileSystem, level: BackupVerification) throws -> VerificationReport {
         let report: VerificationReport
         do {
             let copy = try StoreInspection(at: directory, fileSystem: fileSystem)
             defer { copy.close() }
-            report = copy.verify()
+            report = level == .full ? copy.verify() : copy.verifyFrames()
         } catch StrataError.corruption(let file, let offset, let reason) {
             throw PageLogError.corruption(file: file, offset: offset, reason: "the backup's copy does not open: \(reason)")
         }

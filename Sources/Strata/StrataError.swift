@@ -89,7 +89,7 @@ public enum StrataError: Error, Sendable, Equatable, CustomStringConvertible {
     /// were deleted by retention or `deleteHistory`, or committed with the journal off). Start
     /// over from the current data, then from `Store.currentHistoryToken()`.
     case historyTruncated(requested: HistoryToken, oldestAvailable: HistoryToken)
-    /// A backup's destination already exists (`Store.backup(to:progress:)`): nothing was
+    /// A backup's destination already exists (`Store.backup(to:verification:progress:)`): nothing was
     /// written, there or beside it.
     case destinationExists(path: String)
     /// A history consumer name that cannot be registered.

@@ -293,6 +293,66 @@ struct BackupEntry: PersistentRecord, Equatable {
         #expect(!fs.fileExists("/backups/third") && !fs.fileExists("/backups/third.tmp"))
     }
 
+    /// A source whose page frame is damaged gives a copy that fails verification, `.frames` as
+    /// `.full`: the backup throws `corruption` naming the copy's frame, and leaves nothing.
+    @Test func aCopyThatFailsVerificationLeavesNoDestination() throws {
+        let fs = MemoryFileSystem()
+        try Self.memoryStore(fs, batches: 20).close()
+        // The largest segment, one byte flipped in its middle: a live page's frame there is damaged.
+        let (segment, bytes) = try #require(fs.allFiles().filter { $0.key.hasPrefix(Self.memoryPath + "/") && $0.key.hasSuffix(".seg") }
+            .max { $0.value.count < $1.value.count })
+        var offset = bytes.count / 2
+        var store: Store?
+        // A byte of dead space changes nothing: move on until verify() finds the damage.
+        while offset < bytes.count {
+            var damaged = bytes
+            damaged[offset] ^= 0x5A
+            fs.setContents(of: segment, to: damaged)
+            let opened = try Self.memoryStore(fs, batches: 0)
+            if try !opened.verify().isValid {
+                store = opened
+                break
+            }
+            try opened.close()
+            fs.setContents(of: segment, to: bytes)
+            offset += 997
+        }
+        let damagedStore = try #require(store, "no live frame found to damage")
+        for level in [BackupVerification.frames, .full] {
+            do {
+                try damagedStore.backup(to: Self.memoryDestination, verification: level)
+                Issue.record("the backup of a damaged store succeeded (\(level))")
+            } catch StrataError.corruption(let file, _, let reason) {
+                #expect(file.hasPrefix(Self.memoryDestination + ".tmp/") && reason.contains("the backup's copy failed verification"),
+                        "\(level): \(file): \(reason)")
+            }
+            #expect(!fs.fileExists(Self.memoryDestination) && !fs.fileExists(Self.memoryDestination + ".tmp"))
+        }
+        try damagedStore.close()
+    }
+
+    /// `.frames` checks every page's frame of the copy without decoding records; the copy holds
+    /// the same records. A cancelled backup stops and leaves nothing.
+    @Test func framesVerificationAndCancellation() throws {
+        let fs = MemoryFileSystem()
+        let store = try Self.memoryStore(fs, batches: 15)
+        let full = try store.backup(to: "/backups/full")
+        let frames = try store.backup(to: "/backups/frames", verification: .frames)
+        #expect(frames.verification.isValid && frames.verification.pages == full.verification.pages && frames.verification.pages > 15)
+        #expect(frames.verification.records == 0 && full.verification.records == 15 * Self.perBatch)
+        #expect(try Self.committedBatch(in: "/backups/frames", fileSystem: fs) == 15)
+        var pieces = 0
+        #expect(throws: CancellationError.self) {
+            try store.backup(to: "/backups/cancelled", verification: .full, progress: nil, isCancelled: {
+                pieces += 1
+                return pieces > 3
+            })
+        }
+        #expect(pieces == 4)
+        #expect(!fs.fileExists("/backups/cancelled") && !fs.fileExists("/backups/cancelled.tmp"))
+        try store.close()
+    }
+
     // MARK: Progress
 
     /// Progress never goes back, ends at the total — the bytes of the backup's files — marks
