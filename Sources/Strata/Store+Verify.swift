@@ -59,7 +59,7 @@ extension VerificationReport {
     /// `indexEntries` and `historyParts` are 0). A backup's `.frames` verification.
     init(checkingFramesOf snapshot: RecordSnapshot, of records: RecordStore) {
         let logProblems = records.log.verifySuperblock() + records.log.verifyLogEnds()
-        let (pages, pageProblems) = records.log.verifyPages(in: snapshot.snapshot, decompressing: false)
+        let (pages, pageProblems) = records.log.verifyFrames(in: snapshot.snapshot)
         self.init(problems: (logProblems + pageProblems).map { Problem(file: $0.file, offset: $0.offset, what: $0.what) },
                   pages: pages, records: 0, indexEntries: 0, historyParts: 0)
     }

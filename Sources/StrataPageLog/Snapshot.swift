@@ -49,18 +49,9 @@ package final class Snapshot: Sendable {
         return try PageLog.readPage(pageID, at: location, in: file(holding: pageID, at: location), mapped: mapped && mayMap(location))
     }
 
-    /// Reads the frame of page `pageID` at `location` (its place in this snapshot) with `pread`
-    /// and verifies it as `read` does — checksum, header, the page id, LSN and length the table
-    /// expects — without decompressing it (verification of a backup's copy).
-    /// - Throws: `PageLogError.corruption`; `.io`.
-    package func checkFrame(of pageID: UInt64, at location: PageLocation) throws {
-        let file = try file(holding: pageID, at: location)
-        let (header, _) = try PageLog.readFrame(in: file, at: UInt64(location.offset), length: location.length, decompress: false, mapped: false)
-        try PageLog.checkPageFrame(header, pageID: pageID, location: location, path: file.path)
-    }
-
     /// The segment file holding page `pageID`'s frame at `location`.
-    private func file(holding pageID: UInt64, at location: PageLocation) throws -> any StorageFile {
+    /// - Throws: `PageLogError.corruption` when the snapshot has no such segment.
+    package func file(holding pageID: UInt64, at location: PageLocation) throws -> any StorageFile {
         guard let file = segments[UInt64(location.segment)] else {
             throw PageLogError.corruption(file: StoreFileNames.segment(UInt64(location.segment)), offset: UInt64(location.offset),
                                           reason: "segment \(location.segment), which holds page \(pageID), is missing")
