@@ -169,7 +169,7 @@ package final class StoreInspection: Sendable {
     /// Backs the store up to a new store folder at `path` as `Store.backup(to:verification:progress:)` does
     /// from a read-only store: without blocking the process that writes it.
     /// - Throws: as `Store.backup(to:verification:progress:)`.
-    package func backup(to path: String, verification: BackupVerification = .full,
+    package func backup(to path: String, verification: BackupVerification = .frames,
                         progress: ((BackupProgress) -> Void)? = nil) throws -> BackupReport {
         try StoreBackup.run(records.log, to: path, verification: verification, progress: progress)
     }

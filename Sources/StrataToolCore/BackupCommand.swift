@@ -7,7 +7,7 @@ enum BackupCommand {
         name: "backup", grammar: CommandArguments.Grammar(positionals: ["PATH", "DEST"], options: ["verify": 1]),
         summary: "copy the store to a new folder while an app may be writing it",
         help: """
-            usage: strata backup [--verify full|frames] PATH DEST
+            usage: strata backup [--verify frames|full] PATH DEST
 
             Backs the store in the folder PATH up into the new folder DEST, as the app's
             Store.backup(to:) does: DEST holds exactly one committed state of the store — every
@@ -21,11 +21,11 @@ enum BackupCommand {
             or unverified backup. On any failure DEST.tmp is removed and nothing is at DEST.
             Memory stays bounded whatever the store's size.
 
-            --verify full     (the default) check the copy as `strata verify` does: every page,
-                              record, index entry and history part, decoded
-            --verify frames   check that the copy opens and that every page's frame is whole
-                              (checksum, header, the page id and LSN its table expects) without
-                              decoding anything: reads the copy once, several times faster
+            --verify frames   (the default) check that the copy opens and that every page's
+                              frame is whole (checksum, header, the page id and LSN its table
+                              expects) without decoding anything: reads the copy once
+            --verify full     check the copy as `strata verify` does: every page, record,
+                              index entry and history part, decoded (about ten times longer)
 
             When standard error is a terminal, a progress bar shows the bytes copied.
 
@@ -39,10 +39,10 @@ enum BackupCommand {
         run: { line, output in
             let (path, destination) = (line.positionals[0], line.positionals[1])
             let verification: BackupVerification
-            switch line.value("verify") ?? "full" {
+            switch line.value("verify") ?? "frames" {
             case "full": verification = .full
             case "frames": verification = .frames
-            case let other: throw CommandArguments.UsageError(message: "--verify must be full or frames, not \(other)")
+            case let other: throw CommandArguments.UsageError(message: "--verify must be frames or full, not \(other)")
             }
             let store = try StoreInspection(at: path)
             defer { store.close() }

@@ -339,13 +339,13 @@ struct BackupEntry: PersistentRecord, Equatable {
         try damagedStore.close()
     }
 
-    /// `.frames` checks every page's frame of the copy without decoding records; the copy holds
+    /// `.frames` (the default) checks every page's frame of the copy without decoding records; the copy holds
     /// the same records. A cancelled backup stops and leaves nothing.
     @Test func framesVerificationAndCancellation() throws {
         let fs = MemoryFileSystem()
         let store = try Self.memoryStore(fs, batches: 15)
-        let full = try store.backup(to: "/backups/full")
-        let frames = try store.backup(to: "/backups/frames", verification: .frames)
+        let full = try store.backup(to: "/backups/full", verification: .full)
+        let frames = try store.backup(to: "/backups/frames")
         #expect(frames.verification.isValid && frames.verification.pages == full.verification.pages && frames.verification.pages > 15)
         #expect(frames.verification.records == 0 && full.verification.records == 15 * Self.perBatch)
         #expect(try Self.committedBatch(in: "/backups/frames", fileSystem: fs) == 15)
@@ -369,7 +369,7 @@ struct BackupEntry: PersistentRecord, Equatable {
         let fs = MemoryFileSystem()
         let store = try Self.memoryStore(fs, batches: 40)
         var events: [BackupProgress] = []
-        let report = try store.backup(to: Self.memoryDestination) { events.append($0) }
+        let report = try store.backup(to: Self.memoryDestination, verification: .full) { events.append($0) }
         let copied = fs.allFiles().filter { $0.key.hasPrefix(Self.memoryDestination + "/") }
         #expect(report.bytes == copied.values.reduce(0) { $0 + UInt64($1.count) })
         #expect(report.files == copied.count)
