@@ -69,7 +69,7 @@ extension PageLog {
             var segments: [LogImage.Segment] = []
             do {
                 for id in ids {
-                        let file = try PageLog.translatingIOErrors { try fileSystem.openForReading(path(StoreFileNames.segment(id))) }
+                    let file = try PageLog.translatingIOErrors { try fileSystem.openForReading(path(StoreFileNames.segment(id))) }
                     var length = writer.flushedOffset
                     if id != writer.activeSegment { length = try PageLog.translatingIOErrors { try file.size() } }
                     segments.append(LogImage.Segment(id: id, file: file, length: length))
