@@ -77,6 +77,10 @@ extension Store {
     /// or unverified backup. On any failure the temporary folder is removed and nothing is
     /// at `path`. A temporary folder left by a backup a crash interrupted is removed first.
     ///
+    /// The backup holds what readers see: a commit whose sync has not returned yet (a
+    /// `.relaxed` one, or a durable one still syncing) may be in it although a power cut could
+    /// still take it from the store itself.
+    ///
     /// `progress` is called on the calling thread (see `BackupProgress`); keep it short.
     /// Thread-safe; several backups may run at once (to different paths).
     ///
