@@ -166,6 +166,19 @@ package final class StoreInspection: Sendable {
         return (UInt64(entries.count), entries.reduce(0) { $0 + UInt64($1.bytes.count) })
     }
 
+    /// Backs the store up to a new store folder at `path` as `Store.backup(to:verification:progress:)` does
+    /// from a read-only store: without blocking the process that writes it.
+    /// - Throws: as `Store.backup(to:verification:progress:)`.
+    package func backup(to path: String, verification: BackupVerification = .frames,
+                        progress: ((BackupProgress) -> Void)? = nil) throws -> BackupReport {
+        try StoreBackup.run(records.log, to: path, verification: verification, progress: progress)
+    }
+
+    /// Checks the store's superblock, log ends and page frames only (a backup's `.frames`).
+    package func verifyFrames() -> VerificationReport {
+        VerificationReport(checkingFramesOf: snapshot, of: records)
+    }
+
     /// Checks the whole store as `Store.verify()` does; `progress` is called with the pages
     /// read so far (of `space.pages`) while frames are read.
     package func verify(progress: ((Int) -> Void)? = nil) -> VerificationReport {

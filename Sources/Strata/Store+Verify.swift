@@ -53,6 +53,19 @@ extension VerificationReport {
     }
 }
 
+extension VerificationReport {
+    /// Checks `snapshot` of `records` at the page log's level only: the superblock slots and the
+    /// log's length, then every page's frame — checksum, header, the page id, LSN and length the
+    /// table expects — without decompressing pages or decoding records (`records`,
+    /// `indexEntries` and `historyParts` are 0). A backup's `.frames` verification.
+    init(checkingFramesOf snapshot: RecordSnapshot, of records: RecordStore) {
+        let logProblems = records.log.verifySuperblock() + records.log.verifyLogEnds()
+        let (pages, pageProblems) = records.log.verifyFrames(in: snapshot.snapshot)
+        self.init(problems: (logProblems + pageProblems).map { Problem(file: $0.file, offset: $0.offset, what: $0.what) },
+                  pages: pages, records: 0, indexEntries: 0, historyParts: 0)
+    }
+}
+
 extension Store {
     /// Checks the whole store as of this moment and reports every problem it finds, without
     /// stopping at the first and without changing anything: both superblock slots (a damaged

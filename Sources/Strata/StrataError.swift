@@ -89,6 +89,9 @@ public enum StrataError: Error, Sendable, Equatable, CustomStringConvertible {
     /// were deleted by retention or `deleteHistory`, or committed with the journal off). Start
     /// over from the current data, then from `Store.currentHistoryToken()`.
     case historyTruncated(requested: HistoryToken, oldestAvailable: HistoryToken)
+    /// A backup's destination already exists (`Store.backup(to:verification:progress:)`): nothing was
+    /// written, there or beside it.
+    case destinationExists(path: String)
     /// A history consumer name that cannot be registered.
     case invalidHistoryConsumer(name: String, reason: String)
 
@@ -171,6 +174,7 @@ public enum StrataError: Error, Sendable, Equatable, CustomStringConvertible {
             "the store (schema version \(stored.map { "\($0)" } ?? "none")) must be migrated to \(required) by the app that owns its "
                 + "migrations; this instance (not the owner, or read-only) changed nothing"
         case .readOnly: "the store was opened read-only"
+        case .destinationExists(let path): "\(path) already exists: a backup is written only to a new path, nothing was written there"
         case .storeNotFound(let path): "there is no store at \(path)"
         case .historyTruncated(let requested, let oldest):
             "the history after \(requested) is no longer complete: the journal holds every transaction only after \(oldest)"
@@ -220,6 +224,7 @@ public enum StrataError: Error, Sendable, Equatable, CustomStringConvertible {
         case .invalidPageID(let id): self = .invalidPageID(id)
         case .closed: self = .closed
         case .readOnly: self = .readOnly
+        case .destinationExists(let path): self = .destinationExists(path: path)
         }
     }
 }

@@ -28,9 +28,12 @@ package protocol FileSystem: Sendable {
     func fileExists(_ path: String) -> Bool
     /// Removes a file.
     func removeFile(_ path: String) throws
-    /// Removes an empty directory.
+    /// Removes an empty directory. Throws `IOError` (`ENOTEMPTY`) when it holds anything,
+    /// `.notFound` when it does not exist. Durable after `syncDirectory` on its parent.
     func removeDirectory(_ path: String) throws
-    /// Atomically renames `source` to `destination`, replacing it if present.
+    /// Atomically renames `source` to `destination`, replacing it if present. `source` may be
+    /// a directory (a whole store folder: a backup is written beside its destination and
+    /// renamed into place); `destination` must then not exist or be an empty directory.
     func rename(_ source: String, to destination: String) throws
     /// Makes the creations, renames and removals in a directory durable (fsync of the directory).
     func syncDirectory(_ path: String) throws

@@ -357,16 +357,13 @@ package final class MemoryFileSystem: FileSystem, Sendable {
 
     package func removeDirectory(_ path: String) throws {
         try state.withLock { state in
-            let directory = Self.normalize(path)
             try Self.checkAlive(&state, "rmdir", path)
             try Self.checkAccess(state, path, .readWrite, "rmdir")
-            guard directory != "/", state.directories.contains(directory) else { throw IOError(.notFound, operation: "rmdir", path: path) }
-            let prefix = directory + "/"
-            guard !state.entries.keys.contains(where: { $0.hasPrefix(prefix) }),
-                  !state.directories.contains(where: { $0.hasPrefix(prefix) }) else {
-                throw IOError(.other(0), operation: "rmdir", path: path)
-            }
-            // Directories are durable at once, as `createDirectory` makes them.
+            let directory = Self.normalize(path)
+            guard state.directories.contains(directory) else { throw IOError(.notFound, operation: "rmdir", path: path) }
+            guard Self.isEmptyDirectory(state, directory) else { throw IOError(errnoCode: Platform.notEmpty, operation: "rmdir", path: path) }
+            try Self.admit(&state, .remove, path)
+            // Directories are durable at once in this model (see `createDirectory`).
             state.directories.remove(directory)
         }
     }
@@ -376,6 +373,9 @@ package final class MemoryFileSystem: FileSystem, Sendable {
             try Self.checkAlive(&state, "rename", source)
             try Self.checkAccess(state, source, .readWrite, "rename")
             try Self.checkAccess(state, destination, .readWrite, "rename")
+            if state.entries[source] == nil, state.directories.contains(Self.normalize(source)) {
+                return try Self.renameDirectory(&state, Self.normalize(source), to: Self.normalize(destination))
+            }
             guard let inode = state.entries[source] else { throw IOError(.notFound, operation: "rename", path: source) }
             try Self.admit(&state, .rename, source)
             state.entries[source] = nil
@@ -504,6 +504,36 @@ package final class MemoryFileSystem: FileSystem, Sendable {
     }
 
     // MARK: Helpers
+
+    /// Whether nothing (no file, no directory) is inside `directory` (normalized).
+    private static func isEmptyDirectory(_ state: State, _ directory: String) -> Bool {
+        let prefix = directory == "/" ? "/" : directory + "/"
+        return !state.entries.keys.contains { $0.hasPrefix(prefix) } && !state.directories.contains { $0.hasPrefix(prefix) }
+    }
+
+    /// `rename` of a directory, as rename(2) does it: `destination` must not exist or be an
+    /// empty directory. The files inside move under their new names as a file's rename does
+    /// (durable at the next `syncDirectory`); the directories themselves at once.
+    private static func renameDirectory(_ state: inout State, _ source: String, to destination: String) throws {
+        if state.entries[destination] != nil { throw IOError(errnoCode: Platform.notADirectory, operation: "rename", path: destination) }
+        if state.directories.contains(destination), !isEmptyDirectory(state, destination) {
+            throw IOError(errnoCode: Platform.notEmpty, operation: "rename", path: destination)
+        }
+        guard !destination.hasPrefix(source + "/") else { throw IOError(errnoCode: Platform.invalidArgument, operation: "rename", path: destination) }
+        try admit(&state, .rename, source)
+        let prefix = source + "/"
+        for (name, inode) in state.entries where name.hasPrefix(prefix) {
+            let moved = destination + "/" + name.dropFirst(prefix.count)
+            state.entries[name] = nil
+            state.entries[moved] = inode
+            state.pendingDirectoryOperations.append(.link(name: moved, inode: inode))
+            state.pendingDirectoryOperations.append(.unlink(name: name))
+        }
+        for directory in state.directories where directory == source || directory.hasPrefix(prefix) {
+            state.directories.remove(directory)
+            state.directories.insert(destination + directory.dropFirst(source.count))
+        }
+    }
 
     private static func checkAlive(_ state: inout State, _ operation: String, _ path: String) throws {
         if state.crashed { throw IOError(.crashed, operation: operation, path: path) }

@@ -42,6 +42,10 @@ enum Platform {
     static let invalidArgument = EINVAL
     /// `EBADF`: a descriptor not open for the operation.
     static let badDescriptor = EBADF
+    /// `ENOTEMPTY`: a directory that still holds entries.
+    static let notEmpty = ENOTEMPTY
+    /// `ENOTDIR`.
+    static let notADirectory = ENOTDIR
 
     /// The I/O layer's reading of an `errno` value.
     static func kind(ofError code: Int32) -> IOError.Kind {

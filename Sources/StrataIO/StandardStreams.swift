@@ -25,7 +25,8 @@ package enum StandardStreams {
         }
     }
 
-    /// Whether `descriptor` is a terminal (isatty(3)): progress is drawn only on one.
+    /// Whether `descriptor` is a terminal (isatty(3)): the `strata` tool draws a progress bar on
+    /// standard error only then.
     package static func isTerminal(_ descriptor: Int32) -> Bool {
         Platform.isTerminal(descriptor)
     }

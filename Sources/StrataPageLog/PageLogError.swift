@@ -25,6 +25,8 @@ package enum PageLogError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The page log at `path` was opened read-only, as a follower of the process that writes
     /// it (`PageLog.open(…, readOnly: true)`): it never writes, checkpoints or compacts.
     case readOnly(path: String)
+    /// A backup's destination already exists (`PageLog.backUp`): nothing was written there.
+    case destinationExists(path: String)
 
     package var description: String {
         switch self {
@@ -38,6 +40,7 @@ package enum PageLogError: Error, Sendable, Equatable, CustomStringConvertible {
         case .invalidPageID(let id): "page id \(id) was never allocated"
         case .closed: "the store is closed"
         case .readOnly(let path): "the store at \(path) was opened read-only: nothing can be written"
+        case .destinationExists(let path): "\(path) already exists: a backup is written only to a new path"
         }
     }
 

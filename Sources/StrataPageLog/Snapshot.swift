@@ -46,11 +46,17 @@ package final class Snapshot: Sendable {
     package func read(_ pageID: UInt64, mapped: Bool = true) throws -> Page? {
         let location = try table.location(of: pageID)
         guard !location.isNone else { return nil }
+        return try PageLog.readPage(pageID, at: location, in: file(holding: pageID, at: location), mapped: mapped && mayMap(location))
+    }
+
+    /// The segment file holding page `pageID`'s frame at `location`.
+    /// - Throws: `PageLogError.corruption` when the snapshot has no such segment.
+    package func file(holding pageID: UInt64, at location: PageLocation) throws -> any StorageFile {
         guard let file = segments[UInt64(location.segment)] else {
             throw PageLogError.corruption(file: StoreFileNames.segment(UInt64(location.segment)), offset: UInt64(location.offset),
                                           reason: "segment \(location.segment), which holds page \(pageID), is missing")
         }
-        return try PageLog.readPage(pageID, at: location, in: file, mapped: mapped && mayMap(location))
+        return file
     }
 
     /// The location of a page in this snapshot (for tests and verification).

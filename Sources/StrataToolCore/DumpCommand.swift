@@ -52,7 +52,7 @@ enum DumpCommand {
         }
         let selected = Set(entityIDs)
         let total = store.entityTrees.filter { selected.contains($0.entityID) }.reduce(0) { $0 + Int(clamping: min($1.records, UInt64(limit ?? .max))) }
-        let progress = ProgressBar(total: total, label: "dump")
+        let progress = ProgressBar(total: total, label: "dump", output: output)
         var done = 0
         for entityID in entityIDs {
             let layout = EntityLayout(entityID: entityID, names: names)

@@ -62,7 +62,7 @@ enum ExportCommand {
         for version in catalog.versions {
             output.line(JSONText.object([("schemaVersion", ExportFormat.versionJSON(version))]).compact)
         }
-        let progress = ProgressBar(total: Int(clamping: total), label: "export")
+        let progress = ProgressBar(total: Int(clamping: total), label: "export", output: output)
         var written = 0
         for tree in trees {
             output.line(JSONText.object([("entityTree", .object([

@@ -35,7 +35,7 @@ enum ImportCommand {
 
     static func run(_ line: CommandArguments, _ output: ToolOutput) throws -> ToolExitStatus {
         let (file, destination) = (line.positionals[0], line.positionals[1])
-        let records = try importExport(from: file, to: destination)
+        let records = try importExport(from: file, to: destination, output: output)
         output.line("imported \(plural(records, "record")) into \(destination)")
         return .success
     }
@@ -44,17 +44,19 @@ enum ImportCommand {
     /// - Throws: `ImportError` naming the line at fault (or the file's I/O error);
     ///   `StoreImportError`; `StrataError.io` when the store cannot be written.
     ///   No store and no folder beside `destination` is left behind.
-    static func importExport(from path: String, to destination: String, fileSystem: any FileSystem = POSIXFileSystem()) throws -> Int {
+    static func importExport(from path: String, to destination: String, fileSystem: any FileSystem = POSIXFileSystem(),
+                             output: ToolOutput = ToolOutput(output: { _ in }, error: { _ in })) throws -> Int {
         var lines = try LineReader(path: path, fileSystem: fileSystem)
         defer { lines.close() }
         do {
-            return try importExport(from: &lines, to: destination, fileSystem: fileSystem)
+            return try importExport(from: &lines, to: destination, fileSystem: fileSystem, output: output)
         } catch ImportError.line(let number, let reason) where number == lines.count && lines.lastLineIsCut {
             throw ImportError.line(number, "the file ends inside this line (cut short?): \(reason)")
         }
     }
 
-    private static func importExport(from lines: inout LineReader, to destination: String, fileSystem: any FileSystem) throws -> Int {
+    private static func importExport(from lines: inout LineReader, to destination: String, fileSystem: any FileSystem,
+                                     output: ToolOutput) throws -> Int {
         var reader = ExportReader()
         // Read the header and the catalog before creating anything.
         var catalog: SchemaCatalog?
@@ -66,7 +68,7 @@ enum ImportCommand {
         let importer = try StoreImporter(creating: destination, catalog: catalog, fileSystem: fileSystem)
         do {
             reader.importer = importer
-            let progress = ProgressBar(total: Int(clamping: reader.totalRecords), label: "import")
+            let progress = ProgressBar(total: Int(clamping: reader.totalRecords), label: "import", output: output)
             while !reader.ended {
                 guard let (number, text) = try lines.next() else {
                     throw ImportError.line(lines.count + 1, "the file ends before its end line (cut short?)")

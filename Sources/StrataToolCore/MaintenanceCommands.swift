@@ -25,7 +25,7 @@ enum MaintenanceCommands {
             """,
         run: { line, output in
             let path = line.positionals[0]
-            let progress = ProgressBar(total: 1000, label: "compact")
+            let progress = ProgressBar(total: 1000, label: "compact", output: output)
             let (before, after) = try StoreInspection.compact(at: path) { progress.update(done: Int(($0 * 1000).rounded())) }
             progress.finish()
             output.line("compacted \(path): log \(before) bytes before, \(after) bytes after")

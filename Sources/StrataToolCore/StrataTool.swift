@@ -16,7 +16,7 @@ package enum StrataTool {
     }
 
     static let commands: [Command] = [InfoCommand.command, VerifyCommand.command, SchemaCommand.command, DumpCommand.command,
-                                      HistoryCommand.command, ExportCommand.command, ImportCommand.command, MaintenanceCommands.compact, MaintenanceCommands.checkpoint]
+                                      HistoryCommand.command, ExportCommand.command, ImportCommand.command, BackupCommand.command, MaintenanceCommands.compact, MaintenanceCommands.checkpoint]
 
     /// Runs the tool on `arguments` (without the program's name), writing to `output`, and
     /// returns the exit status (flushing `output` first).
@@ -80,8 +80,8 @@ package enum StrataTool {
             commands:
             \(commands.map { "  " + $0.name + String(repeating: " ", count: width - $0.name.count + 2) + $0.summary }.joined(separator: "\n"))
 
-            Read-only commands (info, verify, schema, dump, history, export) never block an app writing
-            the store: they read its latest commit. compact and checkpoint need the store to themselves;
+            Read-only commands (info, verify, schema, dump, history, export, backup) never block an app
+            writing the store: they read its latest commit. compact and checkpoint need the store to themselves;
             import writes a new store.
 
             exit statuses:
@@ -89,7 +89,8 @@ package enum StrataTool {
               1  verify found problems (or a store too damaged to open)
               2  usage error (unknown command or option, missing argument)
               3  the store could not be read or changed (not found, damaged, I/O error, migration in progress);
-                 import: the file is not a valid export, or NEWPATH exists
+                 import: the file is not a valid export, or NEWPATH exists;
+                 backup: something already at DEST, the copy not written or not sound
               4  locked: another process has the store open for writing (compact, checkpoint)
 
             Docs/Tools.md describes every command and its output.

@@ -8,7 +8,8 @@ package enum ToolExitStatus: Int32, Sendable {
     /// a bad value. Nothing was read.
     case usage = 2
     /// The store could not be read or changed: no store at the path, damage that stops
-    /// opening it, an unsupported format version, an I/O error, a migration in progress.
+    /// opening it, an unsupported format version, an I/O error, a migration in progress; for
+    /// `backup`, something already at its destination or a copy not written or not sound.
     case storeError = 3
     /// A mutating command (`compact`, `checkpoint`) found the store open for writing by
     /// another process (the app): nothing was changed. Try again once the app closed it.

@@ -10,11 +10,16 @@ package final class ToolOutput {
     /// Output is handed on once this many bytes are pending.
     static let batchBytes = 64 << 10
 
+    /// Whether standard error is a terminal: progress bars (`ProgressBar`) are drawn only then.
+    let errorIsTerminal: Bool
+
     /// An output that hands standard output's bytes to `output` in batches and each message
-    /// for standard error to `error`.
-    package init(output: @escaping ([UInt8]) -> Void, error: @escaping (String) -> Void) {
+    /// for standard error to `error`. `errorIsTerminal`: whether standard error is a terminal
+    /// (the executable asks isatty(3); tests say).
+    package init(output: @escaping ([UInt8]) -> Void, error: @escaping (String) -> Void, errorIsTerminal: Bool = false) {
         writeOutput = output
         writeError = error
+        self.errorIsTerminal = errorIsTerminal
     }
 
     /// Writes `text` to standard output.
@@ -34,6 +39,13 @@ package final class ToolOutput {
     func error(_ text: String) {
         flush()
         writeError(text + "\n")
+    }
+
+    /// Writes `text` to standard error as it is, without a line break (a progress bar's
+    /// redraw), after what standard output holds.
+    func errorText(_ text: String) {
+        flush()
+        writeError(text)
     }
 
     /// Hands on what standard output holds.

@@ -35,7 +35,7 @@ enum VerifyCommand {
         do {
             let store = try StoreInspection(at: path)
             defer { store.close() }
-            let progress = ProgressBar(total: store.space.pages, label: "verify")
+            let progress = ProgressBar(total: store.space.pages, label: "verify", output: output)
             let checked = store.verify { progress.update(done: $0) }
             progress.finish()
             report = (checked.pages, checked.records, checked.indexEntries, checked.historyParts, checked.problems)

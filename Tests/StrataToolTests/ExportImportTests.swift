@@ -276,9 +276,12 @@ import StrataTestSupport
     // MARK: progress
 
     @Test func theProgressBarShowsTheFractionDone() {
-        #expect(ProgressBar.line(label: "export", done: 250, total: 1000) == "export [#####---------------]  25%  250/1000")
-        #expect(ProgressBar.line(label: "import", done: 7, total: 7) == "import [####################] 100%  7/7")
-        #expect(ProgressBar.line(label: "verify", done: 0, total: 0) == "verify [####################] 100%  0/0")
+        func line(_ label: String, _ done: UInt64, _ total: UInt64) -> String {
+            ProgressBar.line(label: label, percent: ProgressBar.percent(done: done, total: total), done: done, total: total, unit: .count)
+        }
+        #expect(line("export", 250, 1000) == "export [#######.......................]  25%  250/1000")
+        #expect(line("import", 7, 7) == "import [##############################] 100%  7/7")
+        #expect(line("verify", 0, 0) == "verify [##############################] 100%  0/0")
     }
 
     @Test func verifyReportsProgressPageByPageUpToEveryPage() throws {

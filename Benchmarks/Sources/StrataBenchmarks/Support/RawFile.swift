@@ -53,6 +53,19 @@ final class RawFile {
         return Array(bytes.prefix(done))
     }
 
+    /// Reads up to `buffer.count` bytes at `offset` into `buffer` (one pread, repeated after
+    /// EINTR); 0 at the end of the file.
+    func read(into buffer: inout [UInt8], at offset: UInt64) throws -> Int {
+        while true {
+            let got = buffer.withUnsafeMutableBytes { raw -> Int in
+                guard let base = raw.baseAddress else { return 0 }
+                return pread(descriptor, base, raw.count, off_t(offset))
+            }
+            if got >= 0 { return got }
+            if errno != EINTR { throw BenchmarkError.system(call: "pread", path: path, errno: errno) }
+        }
+    }
+
     /// Makes the written bytes durable (fdatasync).
     func sync() throws {
         guard fdatasync(descriptor) == 0 else { throw BenchmarkError.system(call: "fdatasync", path: path, errno: errno) }

@@ -29,6 +29,7 @@ enum WorkloadRegistry {
         HistoryFetchWorkloads.tail,
         HistoryFetchWorkloads.entity,
         LargeValueWorkload.workload,
+        BackupWorkload.workload,
     ]
 
     /// The workload called `name`, if there is one.
