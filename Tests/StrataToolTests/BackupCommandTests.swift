@@ -95,7 +95,7 @@ import StrataTestSupport
         for terminal in [true, false] {
             let captured = Captured()
             let output = ToolOutput(output: { _ in }, error: { captured.errors += $0 }, errorIsTerminal: terminal)
-            let bar = ProgressBar(total: 3 << 20, label: "working", output: output)
+            let bar = ProgressBar(total: 3 << 20, label: "working", unit: .bytes, output: output)
             for done in stride(from: UInt64(0), through: 3 << 20, by: 1 << 10) { bar.update(done: done) }
             bar.finish()
             bar.update(done: 0)
