@@ -55,8 +55,9 @@ extension Context {
         var total = family.reduce(0) { $0 + Int(clamping: snapshot.root.entities[$1]?.tree.count ?? 0) }
         for (id, change) in pending {
             if case .upsert = change { total += 1 }
-            // An unsaved insert's id is new: no tree holds it.
-            if case .upsert(_, true) = change { continue }
+            // An unsaved insert's id is new: no tree holds it — unless a flush being written
+            // (a migration stage's closure) has committed it since.
+            if case .upsert(_, true) = change, flushing == nil { continue }
             for member in family where try translatingErrors({ try snapshot.reader(for: member).contains(id) }) {
                 total -= 1
                 break

@@ -53,9 +53,7 @@ extension Context {
             let record = try decodeRecord(Record.self, from: bytes)
             if decided == nil, let predicate = descriptor.predicate, try !predicate.evaluate(record) { return true }
             if skip > 0 { skip -= 1; return true }
-            // `consume`: the record moves into `Identified` (a copy would retain each of its
-            // strings and arrays once more, and release them again).
-            try block(Identified(id: RecordID(rawValue: id), record: consume record))
+            try block(Identified(id: RecordID(rawValue: id), record: record))
             remaining -= 1
             return remaining > 0
         }
@@ -112,8 +110,8 @@ extension Context {
                 // batch was read.
                 var current: [UInt8]? = candidate.unsaved
                 var decided = candidate.decided
-                let own = change(candidate.entity, candidate.id)
-                switch own {
+                let own = ownChange(candidate.entity, candidate.id)
+                switch own ?? inFlightChange(candidate.entity, candidate.id) {
                 case .delete?: continue
                 case .upsert(let bytes, _)?:
                     if candidate.unsaved.map({ $0 != bytes }) ?? true {
@@ -159,7 +157,7 @@ extension Context {
         var bound = end  // identifiers below it are read whole in every tree
         let snapshot = try readSnapshot()
         for member in family {
-            let pending = changes[member] ?? [:]
+            let pending = changes[member] ?? [:], inFlight = flushing?.changes[member] ?? [:]
             var kept = 0
             let limit = bound
             try translatingErrors {
@@ -168,6 +166,7 @@ extension Context {
                 try snapshot.reader(for: member).scan(from: cursor + 1, mapped: false) { id, bytes in
                     guard id < limit else { return false }
                     if !pending.isEmpty, pending[id] != nil { return true }  // the unsaved change wins (below)
+                    if !inFlight.isEmpty, inFlight[id] != nil { return true }
                     let decided = filters ? condition.evaluate(bytes) : nil
                     guard decided != false else { return true }
                     let start = batch.bytes.count
@@ -184,6 +183,11 @@ extension Context {
         }
         for member in family {
             let unsaved = changes[member] ?? [:]
+            for (id, change) in flushing?.changes[member] ?? [:] where id > cursor && id < bound && unsaved[id] == nil {
+                guard case .upsert(let bytes, _) = change else { continue }
+                let decided = filters ? bytes.withUnsafeBytes { condition.evaluate($0) } : nil
+                if decided != false { batch.records.append(Batch.Record(id: id, entity: member, range: 0..<0, decided: decided, unsaved: bytes)) }
+            }
             for (id, change) in unsaved where id > cursor && id < bound {
                 guard case .upsert(let bytes, _) = change else { continue }
                 let decided = filters ? bytes.withUnsafeBytes { condition.evaluate($0) } : nil

@@ -1,8 +1,11 @@
+import Dispatch
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
 import Foundation
 #endif
+import Synchronization
+import StrataIO
 import StrataPageLog
 import StrataRecords
 
@@ -40,6 +43,24 @@ extension Context {
         var flushes: Int
         var firstNewIDs: [UInt32: UInt64]
         var counts: Counts
+        /// A flush written on a thread of its own waits for its sync there (the closure goes
+        /// on meanwhile, and most of its bytes are durable by its last commit); one written on
+        /// the closure's thread does not wait: the closure's last commit makes it durable.
+        var inBackground = false
+    }
+
+    /// A flush in the background: its changes and, once written, its counts or error.
+    final class Flushing: Sendable {
+        let changes: [UInt32: [UInt64: Change]]
+        /// The largest record id among `changes` (a lookup of a larger one need not hash it).
+        let largestID: UInt64
+        let finished = DispatchSemaphore(value: 0)
+        let outcome = Lock<Result<Counts, any Error>?>(nil)
+
+        init(changes: [UInt32: [UInt64: Change]]) {
+            self.changes = changes
+            largestID = changes.values.lazy.compactMap { $0.keys.max() }.max() ?? 0
+        }
     }
     /// How a write belongs to a migration stage: a flush of a closure's changes (not waited for,
     /// flagged in the marker) or the closure's last commit, with the stage's progress.
@@ -56,14 +77,19 @@ extension Context {
                               stage: StageWrite? = nil) throws -> Counts {
         try store.checkWritable()
         var carried: Counts = [:]
+        var durability = store.configuration.durability
+        var syncs = true
+        if case .flush(let state)? = stage {
+            // Before the closure's last commit a flush need not be durable: after a crash the
+            // migration is undone anyway (invariant 26).
+            durability = .durable
+            syncs = state.inBackground
+        }
         func commit(_ body: (RecordTransaction) throws -> Void) throws {
-            if case .flush? = stage {
-                // Before the closure's last commit a flush need not be durable: after a crash
-                // the migration is undone anyway (invariant 26), and the last commit's sync
-                // makes every flush durable with it.
-                _ = try store.records.writeDeferringSync(body)
+            if syncs {
+                try store.records.write(durability: durability, body)
             } else {
-                try store.records.write(durability: store.configuration.durability, body)
+                _ = try store.records.writeDeferringSync(body)
             }
         }
         try store.translating {
@@ -91,9 +117,7 @@ extension Context {
                 // id), so the graph's sort finds its input sorted.
                 for (entityID, entityChanges) in changes.sorted(by: { $0.key < $1.key }) {
                     var inserts: [(id: UInt64, bytes: [UInt8])] = []
-                    // The identifiers sorted, not the changes: moving a change copies its bytes' reference.
-                    for id in entityChanges.keys.sorted() {
-                        guard let change = entityChanges[id] else { continue }
+                    for (id, change) in entityChanges.sorted(by: { $0.key < $1.key }) {
                         switch change {
                         case .upsert(let bytes, true): inserts.append((id, bytes))
                         case .upsert(let bytes, false): graph.stageUpsert(entityID: entityID, id: id, bytes: bytes, isNew: false)
@@ -137,6 +161,7 @@ extension Context {
     /// durable transaction — what a migration stage does with its closures' contexts. The
     /// history journal gets one summary per entity for the closure, its flushes included.
     func saveWithStage(_ extra: @escaping (RecordTransaction) throws -> Void) throws {
+        try waitForFlush()
         try Self.write(changes, to: store, author: author, stage: .last(stageFlush.map(state(of:)), extra))
         forgetChanges()
     }
@@ -148,13 +173,52 @@ extension Context {
     /// A migration closure's context: writes the unsaved changes into the store when they pass
     /// the flush bounds, in a commit of the migration that flags the marker (so a crash
     /// before the closure's last commit undoes the migration instead of resuming the closure).
-    /// The flush is written on the closure's thread, and not synced: the closure's last commit
-    /// syncs it. (Written on a thread of its own while the closure went on, it cost more CPU
-    /// time than it saved on two cores: Docs/Migrations.md, "Closures on large stores".)
+    ///
+    /// When no entity of the store has a unique attribute, the commit is written on a thread
+    /// of its own while the closure goes on (its reads see the flushed changes through
+    /// `flushing` meanwhile); the next flush, and the closure's last commit, wait for it first,
+    /// and an error it met is thrown there. (A unique value is checked against the unsaved and
+    /// the stored records: one being written would be neither.)
     func flushIfNeeded() throws {
         guard let stageFlush, unsavedChangeCount >= stageFlush.maximumChanges || unsavedBytes >= stageFlush.maximumBytes else { return }
-        stageFlush.counts = try Self.write(changes, to: store, author: author, stage: .flush(state(of: stageFlush)))
+        try waitForFlush()
+        var state = state(of: stageFlush)
+        if !store.uniqueAttributes.isEmpty {
+            stageFlush.counts = try Self.write(changes, to: store, author: author, stage: .flush(state))
+            stageFlush.flushes += 1
+            forgetChanges()
+            return
+        }
+        let flush = Flushing(changes: changes)
+        let store = store, author = author
+        state.inBackground = true
+        let background = state
+        DispatchQueue.global(qos: .userInitiated).async {
+            let outcome = Result { try Self.write(flush.changes, to: store, author: author, stage: .flush(background)) }
+            flush.outcome.withLock { $0 = outcome }
+            flush.finished.signal()
+        }
+        flushing = flush
         stageFlush.flushes += 1
         forgetChanges()
+    }
+
+    /// Waits for the flush being written in the background, if any. On success its counts
+    /// become the closure's; on error its changes come back into the context (under the ones
+    /// made since) and the error is thrown.
+    func waitForFlush() throws {
+        guard let flush = flushing else { return }
+        flush.finished.wait()
+        flushing = nil
+        switch flush.outcome.withLock({ $0 }) {
+        case .success(let counts)?:
+            stageFlush?.counts = counts
+        case .failure(let error)?:
+            stageFlush?.flushes -= 1
+            takeBack(flush.changes)
+            throw error
+        case nil:
+            break
+        }
     }
 }

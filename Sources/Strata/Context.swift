@@ -50,6 +50,11 @@ public final class Context {
 
     /// Set for a migration closure's context (with `savesWithStage`).
     @exclusivity(unchecked) private(set) var stageFlush: StageFlush?
+    /// A flush being written on a thread of its own while the closure goes on (stores without
+    /// unique attributes: see `flushIfNeeded`); reads see its changes under the context's own
+    /// until the next flush or the closure's last commit waits for it.
+    @exclusivity(unchecked) var flushing: Flushing?
+
     /// How many times this migration closure's context flushed its changes (tests).
     package var stageFlushCount: Int { stageFlush?.flushes ?? 0 }
     /// The unsaved changes past which this migration closure's context flushes (nil: a context
@@ -286,14 +291,27 @@ public final class Context {
         changeStamp &+= 1
     }
 
-    /// This context's unsaved change of record `id` of (concrete) entity `entityID`, if any.
+    /// The unsaved change of record `id` of (concrete) entity `entityID` as reads see it: this
+    /// context's, else that of the flush being written.
     func change(_ entityID: UInt32, _ id: UInt64) -> Change? {
+        ownChange(entityID, id) ?? inFlightChange(entityID, id)
+    }
+
+    /// This context's unsaved change of record `id` of entity `entityID`, if any.
+    func ownChange(_ entityID: UInt32, _ id: UInt64) -> Change? {
         id <= largestChangedID ? changes[entityID]?[id] : nil
     }
 
-    /// Every unsaved change of an entity.
+    /// The change of record `id` of entity `entityID` in the flush being written, if any.
+    func inFlightChange(_ entityID: UInt32, _ id: UInt64) -> Change? {
+        guard let flushing, id <= flushing.largestID else { return nil }
+        return flushing.changes[entityID]?[id]
+    }
+
+    /// Every unsaved change of an entity as reads see them (the context's over the flush's).
     func pendingChanges(of entityID: UInt32) -> [UInt64: Change] {
-        changes[entityID] ?? [:]
+        guard let inFlight = flushing?.changes[entityID], !inFlight.isEmpty else { return changes[entityID] ?? [:] }
+        return inFlight.merging(changes[entityID] ?? [:]) { _, unsaved in unsaved }
     }
 
     /// Forgets every unsaved change.

@@ -261,14 +261,8 @@ final class GraphTransaction {
             // Per entity, updates before inserts (see `rank`). Staged in this order already
             // (`Context.write`), the sort only checks it.
             var current: (entityID: UInt32, tree: RecordTreeWriter)?
-            func rank(_ upsert: (key: Key, bytes: [UInt8], isNew: Bool)) -> (UInt32, Int, UInt64) {
-                (upsert.key.entityID, upsert.isNew ? 1 : 0, upsert.key.id)
-            }
-            // Sorted only when it is not: a sort copies every element (and its bytes' reference).
-            let inOrder = upserts.withUnsafeBufferPointer { all in all.indices.dropFirst().allSatisfy { rank(all[$0 - 1]) <= rank(all[$0]) } }
-            if !inOrder { upserts.sort { rank($0) < rank($1) } }
-            for index in upserts.indices {
-                let key = upserts[index].key
+            for upsert in upserts.sorted(by: { ($0.key.entityID, $0.isNew ? 1 : 0, $0.key.id) < ($1.key.entityID, $1.isNew ? 1 : 0, $1.key.id) }) {
+                let key = upsert.key
                 let tree: RecordTreeWriter
                 if let current, current.entityID == key.entityID {
                     tree = current.tree
@@ -276,9 +270,9 @@ final class GraphTransaction {
                     tree = transaction.tree(for: key.entityID, schemaVersion: schemaVersion)
                     current = (key.entityID, tree)
                 }
-                if upserts[index].isNew {
-                    try insert(key, upserts[index].bytes, into: tree)
-                } else if try !tree.update(key.id, bytes: upserts[index].bytes) {
+                if upsert.isNew {
+                    try insert(key, upsert.bytes, into: tree)
+                } else if try !tree.update(key.id, bytes: upsert.bytes) {
                     throw StrataError.recordNotFound("\(describe(key)) (deleted by another context)")
                 }
             }

@@ -284,7 +284,8 @@ struct MigrationRunner {
             let context = Context(try Store(records: records, schema: from.schema, configuration: stageConfiguration), author: "migration")
             context.savesWithStage = true
             try attributing(.willMigrate) {
-                    try willMigrate?(context)
+                defer { try? context.waitForFlush() }  // a failing closure: its flush ends before the undo
+                try willMigrate?(context)
                 try context.saveWithStage { transaction in
                     try transaction.setPendingCatalog(catalog.encoded())
                     transaction.updateMigration { $0.phase = .streaming }
@@ -342,6 +343,7 @@ struct MigrationRunner {
         let context = Context(try Store(records: records, schema: to.schema, configuration: stageConfiguration), author: "migration")
         context.savesWithStage = true
         try attributing(.didMigrate) {
+            defer { try? context.waitForFlush() }  // a failing closure: its flush ends before the undo
             try didMigrate?(context)
             try context.saveWithStage(advance)
         }

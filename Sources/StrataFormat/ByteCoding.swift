@@ -117,23 +117,3 @@ package struct ByteReader {
         position += count
     }
 }
-
-extension UnsafeRawBufferPointer {
-    /// Whether `self` and `other` hold the same bytes, compared eight at a time (the generic
-    /// `elementsEqual` compares one byte per step through an iterator).
-    @inlinable
-    package func sameBytes(as other: UnsafeRawBufferPointer) -> Bool {
-        guard count == other.count else { return false }
-        guard count > 0, let a = baseAddress, let b = other.baseAddress else { return true }
-        var offset = 0
-        while offset + 8 <= count {
-            if a.loadUnaligned(fromByteOffset: offset, as: UInt64.self) != b.loadUnaligned(fromByteOffset: offset, as: UInt64.self) { return false }
-            offset += 8
-        }
-        while offset < count {
-            if a.load(fromByteOffset: offset, as: UInt8.self) != b.load(fromByteOffset: offset, as: UInt8.self) { return false }
-            offset += 1
-        }
-        return true
-    }
-}

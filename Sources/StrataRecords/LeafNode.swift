@@ -69,17 +69,9 @@ struct LeafNode: Equatable {
     /// Replaces record `index`'s bytes (its id stays): the bytes after it move once.
     mutating func replace(at index: Int, with bytes: UnsafeRawBufferPointer, overflow: Bool) {
         let range = start(index)..<end(index)
-        if bytes.count == range.count {
-            // The same length (an update of fixed-size values): copied over, nothing moves.
-            data.withUnsafeMutableBytes { UnsafeMutableRawBufferPointer(rebasing: $0[range]).copyMemory(from: bytes) }
-        } else {
-            data.replaceSubrange(range, with: bytes.assumingMemoryBound(to: UInt8.self))
-            let delta = UInt32(truncatingIfNeeded: bytes.count &- range.count)
-            // Through the buffer: one uniqueness check, and a loop the compiler vectorizes.
-            ends.withUnsafeMutableBufferPointer { ends in
-                for later in (index + 1)..<ends.count { ends[later] &+= delta }
-            }
-        }
+        data.replaceSubrange(range, with: bytes.assumingMemoryBound(to: UInt8.self))
+        let delta = UInt32(truncatingIfNeeded: bytes.count &- range.count)
+        if delta != 0 { for later in (index + 1)..<ends.count { ends[later] &+= delta } }
         ends[index] = UInt32(range.lowerBound + bytes.count) | (overflow ? Self.overflowFlag : 0)
     }
 

@@ -69,7 +69,7 @@ package final class RecordTreeWriter {
         if leaf.node.isOverflow(index) { return try materialize(leaf.node, index) != bytes }
         let stored = leaf.node.bytes(index)
         guard stored.count == bytes.count else { return true }
-        return !stored.withUnsafeBytes { old in bytes.withUnsafeBytes { UnsafeRawBufferPointer(old).sameBytes(as: $0) } }
+        return !stored.withUnsafeBytes { old in bytes.withUnsafeBytes { old.elementsEqual($0) } }
     }
 
     /// Whether record `id` exists: its leaf is read, not its bytes (an overflowed record's
@@ -213,12 +213,12 @@ package final class RecordTreeWriter {
             if journal.summarizes, root.rootPageID != 0, !mustNotExist {
                 // A summary counts changes only: the stored record is compared where it lies
                 // (by `place`, for a record that fits in its leaf).
-                if bytes.count <= options.maximumInlineRecord {
-                    return try bytes.withUnsafeBytes {
+                let (stored, overflow) = try storedForm(bytes)
+                if !overflow {
+                    return try stored.withUnsafeBytes {
                         try place(id, stored: $0, overflow: false, mustExist: mustExist, mustNotExist: false, summarizing: journal)
                     }
                 }
-                let (stored, _) = try storedForm(bytes)
                 if let changed = try differs(id, from: bytes) {
                     if changed { journal.recordSummarizedUpdate(entityID: entityID, id: id) }
                 } else if !mustExist {
@@ -231,11 +231,8 @@ package final class RecordTreeWriter {
                 try journal.recordInsert(entityID: entityID, id: id)
             }
         }
-        if bytes.count <= options.maximumInlineRecord {
-            return try bytes.withUnsafeBytes { try place(id, stored: $0, overflow: false, mustExist: mustExist, mustNotExist: mustNotExist) }
-        }
-        let (stored, _) = try storedForm(bytes)
-        return try stored.withUnsafeBytes { try place(id, stored: $0, overflow: true, mustExist: mustExist, mustNotExist: mustNotExist) }
+        let (stored, overflow) = try storedForm(bytes)
+        return try stored.withUnsafeBytes { try place(id, stored: $0, overflow: overflow, mustExist: mustExist, mustNotExist: mustNotExist) }
     }
 
     /// Inserts a new record from bytes the caller keeps (an encoding session's): as
@@ -375,7 +372,7 @@ package final class RecordTreeWriter {
             if mustNotExist { try freeStored(stored, overflow); throw RecordTreeError.duplicateID(id) }
             if let journal {
                 // An overflowing stored record is longer than any record that fits in a leaf.
-                let changed = leaf.node.isOverflow(index) || !leaf.node.bytes(index).withUnsafeBytes { $0.sameBytes(as: stored) }
+                let changed = leaf.node.isOverflow(index) || !leaf.node.bytes(index).withUnsafeBytes { $0.elementsEqual(stored) }
                 if changed { journal.recordSummarizedUpdate(entityID: entityID, id: id) }
             }
             if leaf.node.isOverflow(index) { try freeOverflow(leaf.node, index) }

@@ -175,16 +175,6 @@ final class RecordDecodingState: ManagedBuffer<RecordDecodingHeader, FieldSpan> 
         }
     }
 
-    /// The position ``position(of:)`` found last, if it is `name`'s: a decode that found no
-    /// field for `name` (``field(named:)``) asks for its value next, and need not search again.
-    @inline(__always)
-    private func lastPosition(of name: String) -> Int? {
-        withUnsafeMutablePointerToHeader { header in
-            let last = header.pointee.nextPosition - 1
-            return last >= 0 && last < header.pointee.layout.names.count && header.pointee.layout.names[last] == name ? last : nil
-        }
-    }
-
     /// Where the record's bytes hold the attribute `name`; `.absent` when they do not (or
     /// when decoding from values): the caller then falls back to ``value(forKey:)``.
     @inline(__always)
@@ -199,7 +189,7 @@ final class RecordDecodingState: ManagedBuffer<RecordDecodingHeader, FieldSpan> 
 
     /// The value of the attribute `name`, `.null` when it has none (defaults applied).
     func value(forKey name: String) -> Value {
-        if let position = lastPosition(of: name) ?? layout.position(of: name) {
+        if let position = layout.position(of: name) {
             let value = value(at: position)
             if !value.isNull { return value }
         }
