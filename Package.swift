@@ -33,7 +33,7 @@ let package = Package(
         // Page log: segments, page table, transactions, snapshots, checkpoints, recovery, compaction.
         .target(name: "StrataPageLog", dependencies: ["StrataIO", "StrataFormat"]),
         // Records: record trees (B+trees of records keyed by id) on the page log.
-        .target(name: "StrataRecords", dependencies: ["StrataPageLog", "StrataSchema", "StrataFormat"]),
+        .target(name: "StrataRecords", dependencies: ["StrataPageLog", "StrataSchema", "StrataFormat", "StrataIO"]),
         // Records & schema (pure parts): schema model, checksum, catalog, record encoding, typed records.
         .target(name: "StrataSchema", dependencies: ["StrataFormat"]),
         // The public face.

@@ -4,6 +4,7 @@ import FoundationEssentials
 import Foundation
 #endif
 import StrataRecords
+import StrataSchema
 
 /// `Context.fetchCount`: counting what a descriptor selects without reading what it need not
 /// (Architecture.md, "Counting").

@@ -4,6 +4,7 @@ import FoundationEssentials
 import Foundation
 #endif
 import StrataRecords
+import StrataSchema
 
 /// `Context.enumerate`: reading a descriptor's records batch by batch, in memory bounded by a
 /// batch, while the block changes records through the context.

@@ -1,4 +1,4 @@
-@_exported import StrataSchema
+import StrataSchema
 
 /// A fetched record together with its identifier. Properties of the record can be read
 /// directly: `result.fullName` is `result.record.fullName`.

@@ -1,4 +1,5 @@
 import StrataSchema
+import StrataRecords
 
 /// One frozen version of an app's schema, in SwiftData's vocabulary: its version number and
 /// its record types. Declare each version in a namespace of its own, so the types of every

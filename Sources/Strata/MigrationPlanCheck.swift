@@ -1,4 +1,5 @@
 import StrataSchema
+import StrataRecords
 
 /// A validated ``SchemaMigrationPlan``: its schemas, and for each step from one version to the
 /// next, the declared stage (if any) and the differences the step makes, as a store's catalog

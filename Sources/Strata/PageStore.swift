@@ -1,5 +1,6 @@
 import StrataIO
 import StrataPageLog
+import StrataRecords
 
 /// The raw log-structured page store under Strata's record layer: numbered pages of bytes,
 /// atomic multi-page transactions, snapshots, checkpoints, crash recovery and compaction.

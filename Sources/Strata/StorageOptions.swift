@@ -2,11 +2,6 @@ import StrataIO
 import StrataPageLog
 import StrataRecords
 
-/// When a commit (a `Context.save()`) is durable: `.durable` (on stable storage when the call
-/// returns) or `.relaxed` (crash-consistent, synced later). The page log's own type, so the
-/// setting reaches the log unchanged.
-public typealias Durability = StrataPageLog.Durability
-
 /// Tuning of the storage under a store.
 public struct StorageOptions: Sendable {
     /// A new segment file is started when the next frame would pass this size (default 64 MiB).

@@ -1,5 +1,6 @@
 import StrataPageLog
 import StrataRecords
+import StrataSchema
 
 /// What `Store.verify()` checked and every problem it found.
 public struct VerificationReport: Sendable, CustomStringConvertible {

@@ -1,5 +1,6 @@
 import Dispatch
 import StrataRecords
+import StrataSchema
 
 extension Store {
     /// Runs `body` as one atomic write transaction that changes records directly — the bulk

@@ -8,6 +8,7 @@ import StrataFormat
 import StrataIO
 import StrataPageLog
 import StrataRecords
+import StrataSchema
 
 /// A store folder opened with a schema: the entry point of Strata's record API (SwiftData's
 /// `ModelContainer`). Changes are made through a `Context`.

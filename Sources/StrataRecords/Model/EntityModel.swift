@@ -5,20 +5,20 @@ import StrataSchema
 /// its record ids, and its relationships with their inverses, by stable id.
 ///
 /// Immutable; built once when the store opens; safe to share between threads.
-struct EntityModel: Sendable {
+package struct EntityModel: Sendable {
     /// One entity.
-    struct EntityInfo: Sendable {
-        let name: String
+    package struct EntityInfo: Sendable {
+        package let name: String
         /// The root of the entity's hierarchy: the entity whose counter hands out its ids.
         let rootID: UInt32
-        let isAbstract: Bool
+        package let isAbstract: Bool
         /// This entity and every entity that inherits from it, ascending: where a fetch of the
         /// entity looks, and where a record id of the entity may be stored.
         let family: [UInt32]
         /// Every relationship, inherited ones first.
         let relationships: [CatalogRelationship]
         /// Every attribute and relationship property id, inherited ones included.
-        let propertyIDs: Set<UInt32>
+        package let propertyIDs: Set<UInt32>
     }
 
     private let entities: [UInt32: EntityInfo]
@@ -27,7 +27,7 @@ struct EntityModel: Sendable {
     /// names the other.
     private let namedAsInverseBy: [UInt32: CatalogRelationship]
 
-    init(version: CatalogVersion) {
+    package init(version: CatalogVersion) {
         var families: [UInt32: [UInt32]] = [:]
         for entity in version.entities {
             for ancestor in version.ancestry(ofEntity: entity.id) { families[ancestor.id, default: []].append(entity.id) }
@@ -52,20 +52,20 @@ struct EntityModel: Sendable {
         self.namedAsInverseBy = namedAsInverseBy
     }
 
-    func info(_ entityID: UInt32) -> EntityInfo? { entities[entityID] }
+    package func info(_ entityID: UInt32) -> EntityInfo? { entities[entityID] }
 
     /// The entity and its sub-entities; just the id for an unknown entity.
-    func family(of entityID: UInt32) -> [UInt32] { entities[entityID]?.family ?? [entityID] }
+    package func family(of entityID: UInt32) -> [UInt32] { entities[entityID]?.family ?? [entityID] }
 
     /// The entity whose counter hands out `entityID`'s record ids.
-    func rootID(of entityID: UInt32) -> UInt32 { entities[entityID]?.rootID ?? entityID }
+    package func rootID(of entityID: UInt32) -> UInt32 { entities[entityID]?.rootID ?? entityID }
 
-    func name(of entityID: UInt32) -> String { entities[entityID]?.name ?? "entity \(entityID)" }
+    package func name(of entityID: UInt32) -> String { entities[entityID]?.name ?? "entity \(entityID)" }
 
-    func relationships(of entityID: UInt32) -> [CatalogRelationship] { entities[entityID]?.relationships ?? [] }
+    package func relationships(of entityID: UInt32) -> [CatalogRelationship] { entities[entityID]?.relationships ?? [] }
 
     /// The relationship that refers back: the one `relationship` names, else one naming it.
-    func inverse(of relationship: CatalogRelationship) -> CatalogRelationship? {
+    package func inverse(of relationship: CatalogRelationship) -> CatalogRelationship? {
         if let id = relationship.inverseID { return relationships[id] }
         return namedAsInverseBy[relationship.id]
     }

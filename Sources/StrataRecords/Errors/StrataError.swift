@@ -1,6 +1,6 @@
 import StrataIO
 import StrataPageLog
-import StrataRecords
+import StrataSchema
 
 /// An error reported by Strata. Every case carries what a person needs to act on it.
 /// Corrupt bytes are never a trap: they are `corruption`, naming the file, the byte offset
@@ -230,7 +230,7 @@ public enum StrataError: Error, Sendable, Equatable, CustomStringConvertible {
 }
 
 /// Runs `body`, turning the lower layers' errors into `StrataError`.
-func translatingErrors<T>(_ body: () throws -> T) throws -> T {
+package func translatingErrors<T>(_ body: () throws -> T) throws -> T {
     do {
         return try body()
     } catch let error as PageLogError {

@@ -1,3 +1,5 @@
+import StrataSchema
+
 /// What a failed migration reports (in `StrataError.migrationFailed`): enough to act on from a
 /// crash report or a support request, without the store at hand. The store itself is exactly
 /// as it was before the migration began.
@@ -40,6 +42,23 @@ public struct MigrationFailureReport: Sendable, Equatable, CustomStringConvertib
     public var storeBytes: UInt64
     /// Seconds from the start of the migration to the failure.
     public var seconds: Double
+
+    /// A report of these facts (built by the migration runner).
+    package init(storePath: String, storedVersion: Schema.Version, targetVersion: Schema.Version, stageIndex: Int, stageCount: Int,
+                 stageName: String, category: Category, recordID: String?, underlyingError: String, storeBytes: UInt64,
+                 seconds: Double) {
+        self.storePath = storePath
+        self.storedVersion = storedVersion
+        self.targetVersion = targetVersion
+        self.stageIndex = stageIndex
+        self.stageCount = stageCount
+        self.stageName = stageName
+        self.category = category
+        self.recordID = recordID
+        self.underlyingError = underlyingError
+        self.storeBytes = storeBytes
+        self.seconds = seconds
+    }
 
     /// A paragraph for a person.
     public var description: String {
