@@ -36,8 +36,10 @@ let package = Package(
         .target(name: "StrataRecords", dependencies: ["StrataPageLog", "StrataSchema", "StrataFormat", "StrataIO"]),
         // Records & schema (pure parts): schema model, checksum, catalog, record encoding, typed records.
         .target(name: "StrataSchema", dependencies: ["StrataFormat"]),
+        // History: the journal's queries (descriptors, decoded transactions), journaling settings, retention.
+        .target(name: "StrataHistory", dependencies: ["StrataRecords", "StrataPageLog", "StrataSchema"]),
         // The public face.
-        .target(name: "Strata", dependencies: ["StrataRecords", "StrataPageLog", "StrataFormat", "StrataIO", "StrataSchema"]),
+        .target(name: "Strata", dependencies: ["StrataHistory", "StrataRecords", "StrataPageLog", "StrataFormat", "StrataIO", "StrataSchema"]),
         // The `strata` tool's commands, above the public API (reading stores through their own
         // catalog, with `package` access to Strata); tests run them in-process.
         .target(name: "StrataToolCore", dependencies: ["Strata", "StrataSchema", "StrataIO"]),

@@ -4,6 +4,7 @@ import FoundationEssentials
 import Foundation
 #endif
 import StrataRecords
+import StrataHistory
 
 /// The transactions committed after a token, as they are committed: an `AsyncSequence` that
 /// first delivers what the journal holds after the token, then waits for each new commit —

@@ -31,6 +31,13 @@ import StrataPageLog
 @_exported import struct StrataRecords.MigrationFailureReport
 @_exported import struct StrataRecords.HistoryToken
 
+// The history journal's transactions and queries (StrataHistory).
+@_exported import struct StrataHistory.HistoryTransaction
+@_exported import struct StrataHistory.HistoryChange
+@_exported import struct StrataHistory.AttributeChange
+@_exported import struct StrataHistory.HistoryChanges
+@_exported import struct StrataHistory.HistoryDescriptor
+
 /// When a commit (a `Context.save()`) is durable: `.durable` (on stable storage when the call
 /// returns) or `.relaxed` (crash-consistent, synced later). The page log's own type, so the
 /// setting reaches the log unchanged.

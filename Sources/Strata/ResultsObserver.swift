@@ -4,6 +4,7 @@ import FoundationEssentials
 import Foundation
 #endif
 import StrataRecords
+import StrataHistory
 
 /// Live results of a fetch: an `AsyncSequence` whose first element is the descriptor's
 /// results now, and each next one the results after a commit that changed them, with what

@@ -3,6 +3,7 @@ import StrataIO
 import StrataPageLog
 import StrataRecords
 import StrataSchema
+import StrataHistory
 
 extension Store {
     /// Brings a read-only store (`Configuration.isReadOnly`) up to the latest commit of the

@@ -8,6 +8,7 @@ import StrataIO
 import StrataPageLog
 import StrataRecords
 import StrataSchema
+import StrataHistory
 
 extension Store {
     /// Opens (creating when missing) the store in the folder at `path` for the current
@@ -203,7 +204,7 @@ struct MigrationRunner {
     private func bindLightweightSteps(from start: Int, of plan: MigrationPlanCheck, stored: CatalogVersion, records: RecordStore,
                                       started: ContinuousClock.Instant) throws {
         do {
-            _ = try translatingErrors { try records.bind(plan.versions[(start + 1)...].map(\.schema), journal: Store.migrationJournal(configuration)) }
+            _ = try translatingErrors { try records.bind(plan.versions[(start + 1)...].map(\.schema), journal: Store.journaling(configuration).migrationHook) }
         } catch {
             throw StrataError.migrationFailed(MigrationFailureReport(
                 storePath: path, storedVersion: stored.schemaVersion, targetVersion: current.version, stageIndex: start,
@@ -263,7 +264,7 @@ struct MigrationRunner {
             }
         }
         guard case .custom(let willMigrate, let didMigrate, let transforms, let batchSize, let rejected)? = plan.steps[step].stage?.stage.kind else {
-            _ = try attributing(.schemaChange) { try translatingErrors { try records.bind(to.schema, journal: Store.migrationJournal(configuration)) } }
+            _ = try attributing(.schemaChange) { try translatingErrors { try records.bind(to.schema, journal: Store.journaling(configuration).migrationHook) } }
             try translatingErrors { try records.write(advance) }
             return
         }
@@ -316,7 +317,7 @@ struct MigrationRunner {
                 try translatingErrors {
                     do {
                         try records.write { transaction in
-                            Store.beginJournal(transaction, author: Store.migrationAuthor, configuration: configuration)
+                            Store.journaling(configuration).begin(transaction, author: HistoryJournaling.migrationAuthor)
                             transaction.recordShadowCounts()
                             try transaction.switchToShadows(version: target)
                             try transaction.history?.recordSchemaChange(to: target.schemaVersion)

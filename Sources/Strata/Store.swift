@@ -9,6 +9,7 @@ import StrataIO
 import StrataPageLog
 import StrataRecords
 import StrataSchema
+import StrataHistory
 
 /// A store folder opened with a schema: the entry point of Strata's record API (SwiftData's
 /// `ModelContainer`). Changes are made through a `Context`.
@@ -145,7 +146,7 @@ public final class Store: Sendable {
         self.ownsLog = ownsLog
         do {
             binding = try configuration.isReadOnly ? Self.readOnlyBinding(records, schema: schema)
-                                                   : translatingErrors { try records.bind(schema, journal: Self.migrationJournal(configuration)) }
+                                                   : translatingErrors { try records.bind(schema, journal: Self.journaling(configuration).migrationHook) }
             model = EntityModel(version: binding.version)
             let snapshot = try translatingErrors { try records.snapshot() }
             // A hierarchy's ids come from its root's counter: start it above every counter of
@@ -162,8 +163,8 @@ public final class Store: Sendable {
                 if !attributes.isEmpty { uniques[entityID] = attributes }
             }
             uniqueAttributes = uniques
-            tombstoneAttributes = Self.tombstoneAttributes(of: schema, binding: binding)
-            journalProperties = Self.journalProperties(of: binding)
+            tombstoneAttributes = HistoryJournaling.tombstoneAttributes(of: schema, binding: binding)
+            journalProperties = HistoryJournaling.journalProperties(of: binding)
             follower = records.log.isFollower ? try StoreFollower(records: records) : nil
         }
         self.records = records
