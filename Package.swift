@@ -38,8 +38,10 @@ let package = Package(
         .target(name: "StrataSchema", dependencies: ["StrataFormat"]),
         // History: the journal's queries (descriptors, decoded transactions), journaling settings, retention.
         .target(name: "StrataHistory", dependencies: ["StrataRecords", "StrataPageLog", "StrataSchema"]),
+        // Migration: plan check, runner, streaming stages and transform pipeline, quarantine.
+        .target(name: "StrataMigration", dependencies: ["StrataHistory", "StrataRecords", "StrataPageLog", "StrataSchema", "StrataFormat", "StrataIO"]),
         // The public face.
-        .target(name: "Strata", dependencies: ["StrataHistory", "StrataRecords", "StrataPageLog", "StrataFormat", "StrataIO", "StrataSchema"]),
+        .target(name: "Strata", dependencies: ["StrataMigration", "StrataHistory", "StrataRecords", "StrataPageLog", "StrataFormat", "StrataIO", "StrataSchema"]),
         // The `strata` tool's commands, above the public API (reading stores through their own
         // catalog, with `package` access to Strata); tests run them in-process.
         .target(name: "StrataToolCore", dependencies: ["Strata", "StrataSchema", "StrataIO"]),
@@ -53,7 +55,7 @@ let package = Package(
                     exclude: ["Fixtures"]),  // golden stores, read from the source tree
         .testTarget(name: "StrataRecordsTests", dependencies: ["StrataRecords", "StrataSchema", "StrataPageLog", "StrataIO", "StrataTestSupport"]),
         .testTarget(name: "StrataSchemaTests", dependencies: ["StrataSchema", "StrataFormat", "StrataTestSupport"]),
-        .testTarget(name: "StrataTests", dependencies: ["Strata", "StrataIO", "StrataTestSupport"],
+        .testTarget(name: "StrataTests", dependencies: ["Strata", "StrataMigration", "StrataIO", "StrataTestSupport"],
                     exclude: ["Fixtures"]),  // golden record stores, read from the source tree
         .testTarget(name: "StrataToolTests", dependencies: ["StrataToolCore", "Strata", "StrataTestSupport"]),
         // Seeded, bounded fuzzing of every layer (STRATA_FUZZ_SEED, STRATA_FUZZ_ITERATIONS).

@@ -7,6 +7,7 @@ import StrataIO
 import StrataPageLog
 import StrataRecords
 import StrataSchema
+import StrataMigration
 
 /// What a migration would do to a store, found without changing it
 /// (`Store.dryRun(at:schema:migrationPlan:launchBudget:configuration:)`), so an app can decide
@@ -103,7 +104,7 @@ extension Store {
     package static func dryRun(at path: String, schema: any VersionedSchema.Type, migrationPlan: (any SchemaMigrationPlan.Type)?,
                                launchBudget: Duration = .milliseconds(400), configuration: Configuration,
                                fileSystem: any FileSystem) throws -> MigrationEstimate {
-        let plan = try MigrationPlanCheck(schemas: migrationPlan?.schemas ?? [schema], stages: migrationPlan?.stages ?? [])
+        let plan = try MigrationPlanCheck(schemas: migrationPlan?.schemas ?? [schema], stages: (migrationPlan?.stages ?? []).map(\.planned))
         guard let last = plan.versions.last, ObjectIdentifier(last.type) == ObjectIdentifier(schema) else {
             throw MigrationPlanError.currentSchemaNotLast(current: schema.displayName, last: plan.versions.last?.name ?? "none")
         }
@@ -141,7 +142,7 @@ extension Store {
             for step in start..<plan.steps.count {
                 let name = MigrationRunner.name(ofStep: step, in: plan)
                 dropped += try countDropped(plan.steps[step].dropped, stage: name, version: step == start ? fromVersion : latest, snapshot: snapshot)
-                guard case .custom(let willMigrate, let didMigrate, let transforms, _, _)? = plan.steps[step].stage?.stage.kind else {
+                guard let stage = plan.steps[step].stage?.stage, case .custom(let transforms, _, _) = stage.kind else {
                     stages.append(MigrationEstimate.Stage(name: name, isMetadataOnly: true, records: 0, estimatedDuration: metadataStageCost))
                     continue
                 }
@@ -149,7 +150,7 @@ extension Store {
                 // every record of each entity the step changes, no transform writes, read and
                 // updated through a context as the new version's type.
                 var backfilled: [any PersistentRecord.Type] = []
-                if willMigrate != nil || didMigrate != nil {
+                if stage.hasClosures {
                     let changed = Set(plan.steps[step].differences.map(\.entity)).subtracting(transforms.map(\.targetEntity))
                     backfilled = plan.versions[step + 1].type.models.filter { changed.contains($0.entityName) }
                 }

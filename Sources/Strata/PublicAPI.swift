@@ -38,6 +38,16 @@ import StrataPageLog
 @_exported import struct StrataHistory.HistoryChanges
 @_exported import struct StrataHistory.HistoryDescriptor
 
+// Migrations (StrataMigration): versions, plan errors, transforms, progress, quarantine.
+@_exported import protocol StrataMigration.VersionedSchema
+@_exported import enum StrataMigration.MigrationPlanError
+@_exported import enum StrataMigration.MigrationLintWarning
+@_exported import struct StrataMigration.RecordTransform
+@_exported import class StrataMigration.MigrationWriter
+@_exported import struct StrataMigration.MigrationProgress
+@_exported import enum StrataMigration.RejectedRecordPolicy
+@_exported import struct StrataMigration.QuarantinedRecord
+
 /// When a commit (a `Context.save()`) is durable: `.durable` (on stable storage when the call
 /// returns) or `.relaxed` (crash-consistent, synced later). The page log's own type, so the
 /// setting reaches the log unchanged.

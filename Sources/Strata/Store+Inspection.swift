@@ -8,6 +8,7 @@ import StrataIO
 import StrataPageLog
 import StrataRecords
 import StrataSchema
+import StrataMigration
 
 /// A store folder read through the schema catalog it carries, without the app's record types:
 /// what the `strata` tool (Docs/Tools.md) reports. Opened as a read-only store is — a follower

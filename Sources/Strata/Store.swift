@@ -10,6 +10,7 @@ import StrataPageLog
 import StrataRecords
 import StrataSchema
 import StrataHistory
+import StrataMigration
 
 /// A store folder opened with a schema: the entry point of Strata's record API (SwiftData's
 /// `ModelContainer`). Changes are made through a `Context`.
@@ -122,9 +123,10 @@ public final class Store: Sendable {
     }
 
     /// Opens the store, migrating it along `plan` first (Store+Migration.swift).
-    convenience init(at path: String, schema: Schema, plan: MigrationPlanCheck?, configuration: Configuration,
+    convenience init(at path: String, schema: Schema, plan: MigrationPlanCheck?, stages: [MigrationStage] = [], configuration: Configuration,
                      fileSystem: any FileSystem) throws {
-        let records = try Self.openRecords(at: path, schema: schema, plan: plan, configuration: configuration, fileSystem: fileSystem)
+        let records = try Self.openRecords(at: path, schema: schema, plan: plan, stages: stages, configuration: configuration,
+                                           fileSystem: fileSystem)
         do {
             try self.init(records: records, schema: schema, configuration: configuration)
         } catch {

@@ -3,6 +3,7 @@ import StrataIO
 import Synchronization
 import StrataTestSupport
 @testable import Strata
+@testable import StrataMigration
 
 // A pure transform declared with `mapConcurrently` stores exactly what `map` stores with the
 // same closure: every file of the store byte for byte, whatever the batch size, with records

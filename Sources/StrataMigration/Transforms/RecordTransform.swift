@@ -27,10 +27,10 @@ public struct RecordTransform {
     public let targetEntity: String
     /// One old record's rewrite: the new record's bytes — the environment's session's, valid
     /// until its next call — or nil to drop it.
-    let apply: (UnsafeRawBufferPointer, TransformEnvironment) throws -> UnsafeRawBufferPointer?
+    package let apply: (UnsafeRawBufferPointer, TransformEnvironment) throws -> UnsafeRawBufferPointer?
     /// The same rewrite, callable from several threads at once, each with an environment of
     /// its own: set for a transform declared pure (`mapConcurrently`), nil otherwise.
-    let concurrentApply: (@Sendable (UnsafeRawBufferPointer, TransformEnvironment) throws -> UnsafeRawBufferPointer?)?
+    package let concurrentApply: (@Sendable (UnsafeRawBufferPointer, TransformEnvironment) throws -> UnsafeRawBufferPointer?)?
 
     init(sourceEntity: String, targetEntity: String,
          apply: @escaping (UnsafeRawBufferPointer, TransformEnvironment) throws -> UnsafeRawBufferPointer?) {
@@ -157,7 +157,7 @@ public struct RecordTransform {
 /// What a transform's type-erased step reads and writes with. Each thread that runs
 /// transforms has one of its own (its session is not thread-safe); the bindings and layouts
 /// are immutable.
-struct TransformEnvironment {
+package struct TransformEnvironment {
     let old: SchemaBinding
     let oldLayout: RecordLayout
     /// Decodes the old records with `oldLayout`, reusing its state.
@@ -167,7 +167,7 @@ struct TransformEnvironment {
     let session: RecordEncodingSession
     let writer: MigrationWriter
 
-    init(old: SchemaBinding, oldLayout: RecordLayout, new: SchemaBinding, session: RecordEncodingSession, writer: MigrationWriter) {
+    package init(old: SchemaBinding, oldLayout: RecordLayout, new: SchemaBinding, session: RecordEncodingSession, writer: MigrationWriter) {
         self.old = old
         self.oldLayout = oldLayout
         decoding = RecordDecodingSession(layout: oldLayout)

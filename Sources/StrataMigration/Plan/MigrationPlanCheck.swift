@@ -6,37 +6,35 @@ import StrataRecords
 /// would see them (the versions registered one after the other, so renames through
 /// `originalName` are renames). Built by ``SchemaMigrationPlan/validate()`` and by opening a
 /// store with a plan, before any byte is written.
-struct MigrationPlanCheck {
+package struct MigrationPlanCheck {
     /// One version of the plan.
-    struct Version {
-        let type: any VersionedSchema.Type
-        let schema: Schema
-        var name: String { type.displayName }
+    package struct Version {
+        package let type: any VersionedSchema.Type
+        package let schema: Schema
+        package var name: String { type.displayName }
     }
 
     /// The step from `versions[index]` to `versions[index + 1]`.
-    struct Step {
+    package struct Step {
         /// The declared stage and its position in the plan's `stages`, or nil (automatic).
-        let stage: (index: Int, stage: MigrationStage)?
-        let differences: [SchemaDifference]
+        package let stage: (index: Int, stage: PlannedStage)?
+        package let differences: [SchemaDifference]
         /// The stored values the step drops with no transform reading them: (entity, property)
         /// by their names in the step's old version; a nil property is the whole entity.
-        var dropped: [(entity: String, property: String?)] = []
+        package var dropped: [(entity: String, property: String?)] = []
 
         /// Differences that need records rewritten (a new unique constraint is not one: the
         /// index build checks it, as opening without a plan does).
         var blocking: [SchemaDifference] { differences.filter(\.isBlocking) }
     }
 
-    let versions: [Version]
-    let steps: [Step]
-    private(set) var warnings: [MigrationLintWarning] = []
+    package let versions: [Version]
+    package let steps: [Step]
+    package private(set) var warnings: [MigrationLintWarning] = []
 
-    init(plan: any SchemaMigrationPlan.Type) throws(MigrationPlanError) {
-        try self.init(schemas: plan.schemas, stages: plan.stages)
-    }
-
-    init(schemas: [any VersionedSchema.Type], stages: [MigrationStage]) throws(MigrationPlanError) {
+    /// Checks the plan of `schemas` (oldest first) and `stages` (in the plan's order).
+    /// - Throws: the first ``MigrationPlanError`` found.
+    package init(schemas: [any VersionedSchema.Type], stages: [PlannedStage]) throws(MigrationPlanError) {
         guard !schemas.isEmpty else { throw .noSchemas }
         var versions: [Version] = []
         for type in schemas {
@@ -66,7 +64,7 @@ struct MigrationPlanCheck {
 
         // Stages: each from one version to the next, one per step.
         let positions = Dictionary(versions.enumerated().map { (ObjectIdentifier($1.type), $0) }, uniquingKeysWith: { first, _ in first })
-        var declared: [Int: (index: Int, stage: MigrationStage)] = [:]
+        var declared: [Int: (index: Int, stage: PlannedStage)] = [:]
         for (index, stage) in stages.enumerated() {
             guard let from = positions[ObjectIdentifier(stage.fromVersion)] else {
                 throw .stageVersionNotInPlan(stage: index, schema: stage.fromVersion.displayName)
@@ -112,7 +110,7 @@ struct MigrationPlanCheck {
                     throw .stageNotLightweight(stage: step.stage?.index ?? 0, from: from, to: version.name,
                                                differences: blocking + Self.renameHints(step))
                 }
-            case .custom(_, _, let transforms, _, _)?:
+            case .custom(let transforms, _, _)?:
                 let stageIndex = step.stage?.index ?? 0
                 let targets = try Self.checkTransforms(transforms, stage: stageIndex, from: previous, fromName: from,
                                                        to: current, toName: version.name)
@@ -242,7 +240,7 @@ struct MigrationPlanCheck {
     }
 
     /// The position in ``versions`` of the schema with this checksum, or nil.
-    func position(of checksum: SchemaChecksum) -> Int? {
+    package func position(of checksum: SchemaChecksum) -> Int? {
         versions.firstIndex { $0.schema.checksum == checksum }
     }
 }

@@ -24,14 +24,14 @@ public struct QuarantinedRecord: Sendable, Equatable {
     /// What its transform threw.
     public let reason: String
     /// The catalog version the record is read with (the stage's old version).
-    let catalogVersion: UInt32
+    package let catalogVersion: UInt32
     /// The record's stored bytes in that version.
-    let bytes: [UInt8]
+    package let bytes: [UInt8]
     /// The quarantine's key of this entry.
     let sequence: UInt64
 
     /// Encodes an entry: version 1, entity, id, catalog version, stage, reason, record bytes.
-    static func encode(entity: String, id: UInt64, catalogVersion: UInt32, stage: String, reason: String, bytes: [UInt8]) -> [UInt8] {
+    package static func encode(entity: String, id: UInt64, catalogVersion: UInt32, stage: String, reason: String, bytes: [UInt8]) -> [UInt8] {
         var writer = ByteWriter(capacity: 64 + bytes.count)
         writer.append(UInt8(1))
         for text in [entity, stage, reason] {
@@ -48,7 +48,7 @@ public struct QuarantinedRecord: Sendable, Equatable {
 
     /// Decodes an entry.
     /// - Throws: `StrataError.corruption` for bytes that are not one.
-    init(sequence: UInt64, entry: [UInt8]) throws {
+    package init(sequence: UInt64, entry: [UInt8]) throws {
         do {
             (entity, stage, reason, id, catalogVersion, bytes) = try entry.withUnsafeBytes { raw in
                 var reader = ByteReader(raw)
@@ -69,40 +69,5 @@ public struct QuarantinedRecord: Sendable, Equatable {
             throw StrataError.corruption(file: "quarantine entry \(sequence)", offset: 0, reason: "\(error)")
         }
         self.sequence = sequence
-    }
-}
-
-extension Store {
-    /// The records migrations put in quarantine (`RejectedRecordPolicy.quarantine`), oldest first.
-    /// - Throws: storage errors.
-    public func quarantinedRecords() throws -> [QuarantinedRecord] {
-        try translating {
-            try snapshot().quarantineEntries().map { try QuarantinedRecord(sequence: $0.sequence, entry: $0.bytes) }
-        }
-    }
-
-    /// A quarantined record read as `Record`, a type of the version it was rejected from
-    /// (such as `SchemaV1.Person`), through that version's attribute ids.
-    /// - Throws: `StrataError.recordCoding` when it does not read as `Record`;
-    ///   `.corruption` when the store's catalog lacks its version.
-    public func record<Record: PersistentRecord>(_ quarantined: QuarantinedRecord, as type: Record.Type) throws -> Record {
-        guard let catalog = try MigrationRunner.catalog(in: snapshot()), let version = catalog.version(id: quarantined.catalogVersion) else {
-            throw StrataError.corruption(file: "schema catalog", offset: 0,
-                                         reason: "catalog version \(quarantined.catalogVersion) of a quarantined record is missing")
-        }
-        let binding = SchemaBinding(catalog: catalog, versionID: version.id, version: version)
-        let entityID = version.entity(named: quarantined.entity)?.id ?? 0
-        do {
-            return try quarantined.bytes.withUnsafeBytes { try binding.decode(type, from: $0, layout: binding.layout(of: entityID)) }
-        } catch {
-            throw StrataError.recordCoding(reason: "quarantined \(quarantined.entity)#\(quarantined.id) as \(type): \(error)")
-        }
-    }
-
-    /// Deletes every quarantined record (after the app has dealt with them).
-    /// - Throws: `.readOnly`, storage errors.
-    public func removeQuarantinedRecords() throws {
-        try checkWritable()
-        try translating { try records.write(durability: configuration.durability) { try $0.clearQuarantine() } }
     }
 }

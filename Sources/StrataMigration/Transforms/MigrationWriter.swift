@@ -38,7 +38,7 @@ public final class MigrationWriter {
     /// A record rewritten with resolved dry-run identifiers, valid until the next one.
     private var resolved: UnsafeMutableRawBufferPointer?
 
-    init(binding: SchemaBinding, transaction: RecordTransaction?, state: MigrationInsertState?, isDryRun: Bool = false) {
+    package init(binding: SchemaBinding, transaction: RecordTransaction?, state: MigrationInsertState?, isDryRun: Bool = false) {
         self.binding = binding
         self.transaction = transaction
         self.state = state
@@ -126,7 +126,7 @@ public final class MigrationWriter {
 /// own): which entities they may insert into, the identifier counters of the new version's
 /// hierarchies, and the unique values of the records the stage wrote. Used on the migration's
 /// thread only.
-final class MigrationInsertState {
+package final class MigrationInsertState {
     /// Entity ids the stage may insert into (new in the target version, or a transform's target).
     let insertable: Set<UInt32>
     /// Per entity of the new version, the root of its hierarchy.
@@ -148,7 +148,7 @@ final class MigrationInsertState {
 
     /// The state of a stage from `old` to `new` (bindings), whose transforms write `targets`
     /// reading `sources` (entity ids, pairwise), on a store whose root is `root`.
-    init(old: CatalogVersion, new: SchemaBinding, sources: [UInt32], targets: [UInt32], root: StoreRoot) {
+    package init(old: CatalogVersion, new: SchemaBinding, sources: [UInt32], targets: [UInt32], root: StoreRoot) {
         let version = new.version
         insertable = Set(targets).union(version.entities.map(\.id).filter { old.entity(id: $0) == nil })
         var rootOf: [UInt32: UInt32] = [:], members: [UInt32: [UInt32]] = [:]
@@ -277,7 +277,7 @@ final class MigrationInsertState {
 /// The records dry runs of this process handed identifiers out for (`MigrationWriter`):
 /// identifiers from 2⁶² up, which no store reaches, each standing for the record the dry run's
 /// writer was given, so a real run can insert it if app code kept the identifier.
-final class DryRunInserts: Sendable {
+package final class DryRunInserts: Sendable {
     static let shared = DryRunInserts()
     /// The first identifier a dry run hands out.
     static let firstID: UInt64 = 1 << 62

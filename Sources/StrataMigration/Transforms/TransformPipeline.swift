@@ -7,6 +7,7 @@ import Foundation
 import Synchronization
 import StrataIO
 import StrataRecords
+import StrataSchema
 
 /// Runs a pure transform's work — decode the old record, transform, encode the new one — for
 /// a streaming stage's batch on worker threads while the migration's thread reads the old
@@ -32,7 +33,7 @@ import StrataRecords
 /// are immutable or used by the migration's thread only. Workers run on Dispatch serial queues
 /// of their own (which always get a thread) from `init` to `shutDown()`, and wait on a
 /// semaphore between chunks.
-final class TransformPipeline: @unchecked Sendable {
+package final class TransformPipeline: @unchecked Sendable {
     /// Consecutive old records of a batch and, once transformed, their outcomes. Handed from
     /// thread to thread through the queue only (see the type's thread-safety note).
     final class Chunk: @unchecked Sendable {
@@ -83,7 +84,7 @@ final class TransformPipeline: @unchecked Sendable {
 
     /// Worker threads for a machine with `cores` processors: every core but the migration's
     /// thread's, at most three (the migration's thread must also read and write every record).
-    static func workerCount(cores: Int) -> Int {
+    package static func workerCount(cores: Int) -> Int {
         let forced = forcedWorkerCount.load(ordering: .relaxed)
         return forced >= 0 ? forced : max(0, min(cores - 1, 3))
     }
