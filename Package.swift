@@ -1,7 +1,8 @@
 // swift-tools-version:6.0
 // Strata — an embeddable, log-structured storage engine with its own on-disk format.
 // Layers (each target imports only the ones below it):
-//   StrataIO, StrataFormat → StrataPageLog → StrataSchema + StrataRecords → Strata (public API)
+//   StrataIO, StrataFormat → StrataPageLog → StrataSchema + StrataRecords → StrataHistory
+//   → StrataMigration → Strata (the public API, declared in Sources/Strata/PublicAPI.swift)
 //   → StrataToolCore → StrataTool (the `strata` command-line tool, Docs/Tools.md)
 import PackageDescription
 #if canImport(Glibc)

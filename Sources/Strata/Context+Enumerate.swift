@@ -95,7 +95,7 @@ extension Context {
         let condition = try predicate.map { try store.condition(for: $0) } ?? .constant(true)
         let filters = condition.isUseful
         // Records inserted from now on have larger identifiers: they are not visited.
-        let end: UInt64 = pinnedSnapshot != nil ? .max : store.nextID(ofHierarchyOf: entityID)
+        let end: UInt64 = pinnedSnapshot != nil ? .max : store.engine.nextID(ofHierarchyOf: entityID)
         let size = max(1, batchSize)
         var cursor: UInt64 = 0  // the last identifier visited or passed
         while true {

@@ -30,7 +30,7 @@ extension Context {
         init(store: Store) {
             maximumChanges = store.configuration.migrationFlushChanges
             maximumBytes = store.configuration.migrationFlushBytes
-            firstNewIDs = store.nextIDsSnapshot()
+            firstNewIDs = store.engine.nextIDsSnapshot()
         }
     }
 
@@ -183,7 +183,7 @@ extension Context {
         guard let stageFlush, unsavedChangeCount >= stageFlush.maximumChanges || unsavedBytes >= stageFlush.maximumBytes else { return }
         try waitForFlush()
         var state = state(of: stageFlush)
-        if !store.uniqueAttributes.isEmpty {
+        if !store.engine.uniqueAttributes.isEmpty {
             stageFlush.counts = try Self.write(changes, to: store, author: author, stage: .flush(state))
             stageFlush.flushes += 1
             forgetChanges()

@@ -163,12 +163,12 @@ public final class Context {
     @discardableResult
     public func insert<Record: PersistentRecord>(_ record: Record) throws -> RecordID<Record> {
         let (entityID, bytes) = try encode(record)
-        try store.checkInsertable(entityID)
+        try store.engine.checkInsertable(entityID)
         if let existing = try uniqueMatch(entityID, bytes, excluding: nil) {
             try setChange(.upsert(bytes, isNew: isUnsavedInsert(entityID, existing.id)), entityID, existing.id)
             return RecordID(rawValue: existing.id)
         }
-        let id = store.allocateID(for: entityID)
+        let id = store.engine.allocateID(for: entityID)
         try setChange(.upsert(bytes, isNew: true), entityID, id)
         return RecordID(rawValue: id)
     }
@@ -193,7 +193,7 @@ public final class Context {
         }
         guard let concreteID = try locate(entityID, id.rawValue) else { throw StrataError.recordNotFound(id.description) }
         if concreteID != entityID, let current = try currentBytes(concreteID, id.rawValue) {
-            bytes = try store.merge(bytes, as: entityID, into: current)
+            bytes = try store.engine.merge(bytes, as: entityID, into: current)
             entityID = concreteID
         }
         if let other = try uniqueMatch(entityID, bytes, excluding: id.rawValue) {
@@ -527,7 +527,7 @@ public final class Context {
 
     /// Records a change (nil: forget the unsaved insert), keeping `pendingUnique` in step.
     private func setChange(_ change: Change?, _ entityID: UInt32, _ id: UInt64) throws {
-        if !store.uniqueAttributes.isEmpty, let uniques = store.uniqueAttributes[entityID] {
+        if !store.engine.uniqueAttributes.isEmpty, let uniques = store.engine.uniqueAttributes[entityID] {
             if case .upsert(let bytes, _)? = changes[entityID]?[id] {
                 for (attributeID, key) in try uniqueKeys(bytes, entityID, uniques) where pendingUnique[entityID]?[attributeID]?[key] == id {
                     pendingUnique[entityID]?[attributeID]?[key] = nil
@@ -570,7 +570,7 @@ public final class Context {
     /// holds one of `bytes`' non-null unique values, and which attribute matched; nil if none.
     /// - Throws: `.uniqueConstraintViolation` when two different records match.
     private func uniqueMatch(_ entityID: UInt32, _ bytes: [UInt8], excluding: UInt64?) throws -> (id: UInt64, attributeID: UInt32)? {
-        guard !store.uniqueAttributes.isEmpty, let uniques = store.uniqueAttributes[entityID] else { return nil }
+        guard !store.engine.uniqueAttributes.isEmpty, let uniques = store.engine.uniqueAttributes[entityID] else { return nil }
         let keys = try uniqueKeys(bytes, entityID, uniques)
         guard !keys.isEmpty else { return nil }
         let snapshot = try readSnapshot()

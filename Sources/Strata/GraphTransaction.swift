@@ -224,7 +224,7 @@ final class GraphTransaction {
     /// the tree then refuses the duplicate value.
     private func insert(_ key: Key, _ bytes: [UInt8], into tree: RecordTreeWriter) throws {
         transaction.reserve(key.id, for: model.rootID(of: key.entityID))
-        if store.uniqueAttributes[key.entityID] != nil, model.relationships(of: key.entityID).isEmpty,
+        if store.engine.uniqueAttributes[key.entityID] != nil, model.relationships(of: key.entityID).isEmpty,
            let existing = try transaction.uniqueMatch(entityID: key.entityID, schemaVersion: store.binding.versionID, bytes: bytes) {
             _ = try tree.update(existing, bytes: bytes)
         } else {

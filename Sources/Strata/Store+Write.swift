@@ -86,7 +86,7 @@ extension Store {
                 return RecordID(rawValue: try insert(record, into: target))
             }
             let (entityID, bytes) = try store.encode(record)
-            try store.checkInsertable(entityID)
+            try store.engine.checkInsertable(entityID)
             if let existing = try store.translating({
                 try graph.transaction.uniqueMatch(entityID: entityID, schemaVersion: store.binding.versionID, bytes: bytes)
             }) {
@@ -94,7 +94,7 @@ extension Store {
                 try store.translating { try graph.commit() }
                 return RecordID(rawValue: existing)
             }
-            let id = store.allocateID(for: entityID)
+            let id = store.engine.allocateID(for: entityID)
             try store.translating {
                 if try !graph.insertNow(entityID: entityID, id: id, bytes: bytes) {
                     graph.stageUpsert(entityID: entityID, id: id, bytes: bytes, isNew: true)
@@ -115,7 +115,7 @@ extension Store {
                 throw StrataError.recordNotFound(id.description)
             }
             if concreteID != entityID, let stored = try graph.storedBytes(entityID: concreteID, id: id.rawValue) {
-                bytes = try store.merge(bytes, as: entityID, into: stored)
+                bytes = try store.engine.merge(bytes, as: entityID, into: stored)
                 entityID = concreteID
             }
             graph.stageUpsert(entityID: entityID, id: id.rawValue, bytes: bytes, isNew: false)
@@ -177,7 +177,7 @@ extension Store.WriteTransaction {
         let key = ObjectIdentifier(type)
         for target in bulkTargets where target.type == key { return target }
         let entityID = try store.entityID(of: type)
-        guard store.model.relationships(of: entityID).isEmpty, store.uniqueAttributes[entityID] == nil,
+        guard store.model.relationships(of: entityID).isEmpty, store.engine.uniqueAttributes[entityID] == nil,
               store.model.info(entityID)?.isAbstract != true else { return nil }
         let target = BulkInsertTarget(type: key, layout: store.binding.layout(of: entityID), rootID: store.model.rootID(of: entityID),
                                       tree: graph.transaction.tree(for: entityID, schemaVersion: store.binding.versionID))
@@ -195,7 +195,7 @@ extension Store.WriteTransaction {
             throw StrataError.recordCoding(reason: "\(error)")
         }
         if target.reserved.isEmpty {
-            let first = store.reserveIDs(root: target.rootID, count: target.blockSize)
+            let first = store.engine.reserveIDs(root: target.rootID, count: target.blockSize)
             target.reserved = first..<(first + target.blockSize)
             target.blockSize = min(target.blockSize * 2, BulkInsertTarget.largestBlock)
         }
@@ -218,6 +218,6 @@ extension Store.WriteTransaction {
 
     /// Gives the store back the ids reserved and not handed out.
     func releaseUnusedIDs() {
-        for target in bulkTargets { store.releaseIDs(root: target.rootID, unused: target.reserved) }
+        for target in bulkTargets { store.engine.releaseIDs(root: target.rootID, unused: target.reserved) }
     }
 }

@@ -82,7 +82,10 @@ public final class Store: Sendable {
     public let schema: Schema
     /// How the store was opened.
     public let configuration: Configuration
-    let records: RecordStore
+    /// The records bound to the app's schema, with the engine's state (id counters, unique
+    /// attributes, what the journal records): StrataRecords' `BoundRecords`.
+    let engine: BoundRecords
+    var records: RecordStore { engine.records }
     /// Whether this instance opened the page log (and closes it): false for the read-only view
     /// of the old version a migration hands out while it streams.
     let ownsLog: Bool
@@ -91,22 +94,11 @@ public final class Store: Sendable {
     let retired = Atomic<Bool>(false)
     /// A read-only store's view of its writer's commits (Store+Follow.swift); nil otherwise.
     let follower: StoreFollower?
-    let binding: SchemaBinding
+    var binding: SchemaBinding { engine.binding }
     /// The bound entities' inheritance families and relationships.
-    let model: EntityModel
-    /// Per entity id, its unique attributes and the key of records lacking a value; fixed at
-    /// open (only binding changes indexes, and only one instance writes a store).
-    let uniqueAttributes: [UInt32: [(attributeID: UInt32, defaultKey: [UInt8])]]
-    /// Per entity id, the attributes whose values a deleted record leaves in the journal.
-    let tombstoneAttributes: [UInt32: Set<UInt32>]
-    /// Per entity id, the bound version's properties and the values records lacking them read
-    /// as: updates are journaled as the app reads records (`HistoryRecorder.visibleProperties`).
-    let journalProperties: [UInt32: [UInt32: Value]]
+    var model: EntityModel { engine.model }
     /// How many fetches read an index, and how many scanned (per entity tree read).
     let fetchPlans = FetchPlanCounts()
-    /// Next identifier to hand out per root entity id (ids are reserved in memory at insert,
-    /// made durable by the save that uses them; a hierarchy shares its root's counter).
-    private let nextIDs: Lock<[UInt32: UInt64]>
 
     /// Opens (creating when missing) the store in the folder at `path` for `schema`.
     /// - Throws: `StrataError.schemaMismatch` when the schema differs from the store's in a way
@@ -147,29 +139,12 @@ public final class Store: Sendable {
         self.configuration = configuration
         self.ownsLog = ownsLog
         do {
-            binding = try configuration.isReadOnly ? Self.readOnlyBinding(records, schema: schema)
-                                                   : translatingErrors { try records.bind(schema, journal: Self.journaling(configuration).migrationHook) }
-            model = EntityModel(version: binding.version)
+            let binding = try configuration.isReadOnly ? Self.readOnlyBinding(records, schema: schema)
+                                                       : translatingErrors { try records.bind(schema, journal: Self.journaling(configuration).migrationHook) }
             let snapshot = try translatingErrors { try records.snapshot() }
-            // A hierarchy's ids come from its root's counter: start it above every counter of
-            // the hierarchy (sub-entities of stores written before kept their own).
-            var nextIDs: [UInt32: UInt64] = [:]
-            for (entityID, entity) in snapshot.root.entities {
-                let rootID = model.rootID(of: entityID)
-                nextIDs[rootID] = max(nextIDs[rootID] ?? 1, entity.nextRowID)
-            }
-            self.nextIDs = Lock(nextIDs)
-            var uniques: [UInt32: [(attributeID: UInt32, defaultKey: [UInt8])]] = [:]
-            for entityID in Set(snapshot.root.indexes.keys.map(\.entityID)) {
-                let attributes = snapshot.uniqueAttributes(of: entityID)
-                if !attributes.isEmpty { uniques[entityID] = attributes }
-            }
-            uniqueAttributes = uniques
-            tombstoneAttributes = HistoryJournaling.tombstoneAttributes(of: schema, binding: binding)
-            journalProperties = HistoryJournaling.journalProperties(of: binding)
+            engine = BoundRecords(records: records, binding: binding, schema: schema, snapshot: snapshot)
             follower = records.log.isFollower ? try StoreFollower(records: records) : nil
         }
-        self.records = records
     }
 
     /// Opens the store at `path` for record types, deriving each entity from its type.
@@ -295,70 +270,7 @@ public final class Store: Sendable {
     }
 
     func uniqueViolation(entityID: UInt32, attributeID: UInt32, existing: String) -> StrataError {
-        let names = binding.names(entityID: entityID, attributeID: attributeID)
-        return .uniqueConstraintViolation(entity: names.entity, attribute: names.attribute, existing: existing)
-    }
-
-    /// The next identifier of each hierarchy (by root entity id) as of now; a hierarchy not
-    /// listed starts at 1.
-    func nextIDsSnapshot() -> [UInt32: UInt64] {
-        nextIDs.withLock { $0 }
-    }
-
-    /// The next identifier the hierarchy of `entityID` hands out: every record it holds, saved
-    /// or not, has a smaller one.
-    func nextID(ofHierarchyOf entityID: UInt32) -> UInt64 {
-        let rootID = model.rootID(of: entityID)
-        return nextIDs.withLock { $0[rootID, default: 1] }
-    }
-
-    /// A new identifier for a record of `entityID`, unique in its inheritance hierarchy.
-    func allocateID(for entityID: UInt32) -> UInt64 {
-        let rootID = model.rootID(of: entityID)
-        return nextIDs.withLock { ids in
-            let id = ids[rootID, default: 1]
-            ids[rootID] = id + 1
-            return id
-        }
-    }
-
-    /// Reserves `count` consecutive identifiers of the hierarchy whose root is `rootID` (see
-    /// `allocateID(for:)`): the first of them.
-    func reserveIDs(root rootID: UInt32, count: UInt64) -> UInt64 {
-        nextIDs.withLock { ids in
-            let first = ids[rootID, default: 1]
-            ids[rootID] = first + count
-            return first
-        }
-    }
-
-    /// Gives back reserved identifiers `unused` that were not handed out, when nothing was
-    /// reserved after them (otherwise they are skipped: ids need not be dense).
-    func releaseIDs(root rootID: UInt32, unused: Range<UInt64>) {
-        guard !unused.isEmpty else { return }
-        nextIDs.withLock { ids in
-            if ids[rootID] == unused.upperBound { ids[rootID] = unused.lowerBound }
-        }
-    }
-
-    /// Throws `StrataError.abstractEntity` when records of `entityID` cannot be inserted.
-    func checkInsertable(_ entityID: UInt32) throws {
-        if let info = model.info(entityID), info.isAbstract { throw StrataError.abstractEntity(info.name) }
-    }
-
-    /// The bytes of a record of a sub-entity (`stored`) updated through an ancestor's type
-    /// (`written`, encoded for entity `declaredID`): the ancestor's properties from `written`,
-    /// the sub-entity's own from `stored`.
-    /// - Throws: `StrataError.recordCoding` for bytes that do not decode.
-    func merge(_ written: [UInt8], as declaredID: UInt32, into stored: [UInt8]) throws -> [UInt8] {
-        do {
-            let properties = model.info(declaredID)?.propertyIDs ?? []
-            var values = try RecordCodec.decode(stored).filter { !properties.contains($0.key) }
-            for (id, value) in try RecordCodec.decode(written) { values[id] = value }
-            return RecordCodec.encode(values)
-        } catch {
-            throw StrataError.recordCoding(reason: "a record being updated is corrupt: \(error.reason)")
-        }
+        engine.uniqueViolation(entityID: entityID, attributeID: attributeID, existing: existing)
     }
 }
 

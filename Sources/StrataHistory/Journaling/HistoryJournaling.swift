@@ -60,33 +60,6 @@ package struct HistoryJournaling: Sendable {
             }
         }
     }
-
-    /// Per entity id of the bound version, its properties (inherited ones included) and the
-    /// value a read gives a record lacking each one (`HistoryRecorder.visibleProperties`).
-    package static func journalProperties(of binding: SchemaBinding) -> [UInt32: [UInt32: Value]] {
-        var result: [UInt32: [UInt32: Value]] = [:]
-        for entity in binding.version.entities {
-            var properties: [UInt32: Value] = [:]
-            for attribute in binding.version.resolvedAttributes(ofEntity: entity.id) { properties[attribute.id] = attribute.defaultValue }
-            for relationship in binding.version.resolvedRelationships(ofEntity: entity.id) { properties[relationship.id] = .null }
-            result[entity.id] = properties
-        }
-        return result
-    }
-
-    /// Per entity id, the ids of the attributes (inherited ones included) marked
-    /// `preserveValueOnDeletion` in `schema`.
-    package static func tombstoneAttributes(of schema: Schema, binding: SchemaBinding) -> [UInt32: Set<UInt32>] {
-        var result: [UInt32: Set<UInt32>] = [:]
-        for entity in schema.entities {
-            guard let entityID = try? binding.entityID(of: entity.name),
-                  let attributes = try? schema.resolvedAttributes(of: entity.name) else { continue }
-            let ids = Set(attributes.filter { $0.options.contains(.preserveValueOnDeletion) }
-                .compactMap { binding.attributeID(named: $0.name, ofEntity: entityID) })
-            if !ids.isEmpty { result[entityID] = ids }
-        }
-        return result
-    }
 }
 
 /// The journal's timestamps: microseconds since 1970, clamped.
