@@ -47,6 +47,7 @@ import StrataPageLog
 @_exported import struct StrataMigration.MigrationProgress
 @_exported import enum StrataMigration.RejectedRecordPolicy
 @_exported import struct StrataMigration.QuarantinedRecord
+@_exported import struct StrataMigration.MigrationEstimate
 
 /// When a commit (a `Context.save()`) is durable: `.durable` (on stable storage when the call
 /// returns) or `.relaxed` (crash-consistent, synced later). The page log's own type, so the

@@ -24,6 +24,11 @@ package protocol MigrationHost {
     /// asked for one (`Store.Configuration.migrationOldVersion`); returns what retires the
     /// view (its reads then fail), or nil when none was handed out.
     func handOutOldVersion(records: RecordStore, schema: Schema) throws -> (() -> Void)?
+    /// For a dry run: the time per record of what a `didMigrate` loop does with a context
+    /// (`enumerate`, decode as `type`, `update`, `save()`) on each of `runs`, copied into a
+    /// scratch store bound to `target` (`binding` decodes the runs' bytes).
+    func backfillTimes(of type: any PersistentRecord.Type, runs: [[(id: UInt64, bytes: [UInt8])]], binding: SchemaBinding,
+                       target: Schema) throws -> [Duration]
 }
 
 /// Where a custom stage's closure runs (`MigrationHost.stageSession`).
