@@ -10,8 +10,10 @@ do {
     case .driver:
         status = try BenchmarkDriver(options: options).run()
     case .workload(let name):
+        PeakMemory.startSampling()
         status = WorkloadProcess.run(name: name, options: options)
     case .part(let qualifiedName):
+        PeakMemory.startSampling()
         status = PartProcess.run(qualifiedName: qualifiedName, options: options)
     case .writer(let storePath):
         status = RecoveryWriter.run(storePath: storePath, byteLimit: options.writerByteLimit)

@@ -45,6 +45,11 @@ struct AlternatingRuns {
         try (reports[side] ?? []).map { try $0.peakMemoryBytes }.max() ?? 0
     }
 
+    /// The highest peak anonymous memory of side `name`'s processes.
+    func peakAnonymousMemory(_ side: String) -> UInt64 {
+        (reports[side] ?? []).map(\.peakAnonymousMemoryBytes).max() ?? 0
+    }
+
     /// One row per baseline: Strata's median against the baseline's, with both ranges, every
     /// pass, the pairs' ratios and the peaks. `settings` gives a baseline's
     /// `baseline_settings`; `storeBytes` a side's size on disk (nil: not reported);
@@ -79,9 +84,11 @@ struct AlternatingRuns {
                     ("baseline_pass_seconds", .array(peer.map { .double($0) })),
                     ("pair_ratios", .array(ratios.map { .double($0) })),
                     ("baseline_peak_memory_bytes", .int(Int64(clamping: peerPeak))),
+                    ("baseline_peak_anon_memory_bytes", .int(Int64(clamping: peakAnonymousMemory(baseline)))),
                 ] + sizeFields
             )
             row.peakMemoryBytes = strataPeak
+            row.peakAnonymousMemoryBytes = peakAnonymousMemory("strata")
             row.baselineSettings = settings(baseline)
             return row
         }

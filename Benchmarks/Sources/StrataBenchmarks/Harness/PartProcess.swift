@@ -5,7 +5,7 @@ import Foundation
 /// baseline's half (SQLite) or a setup step — so that the workload process's peak memory
 /// is that of the Strata work it times, nothing else. The part works in the workload's
 /// folder; the process prints one JSON line: what the part reported plus this process's
-/// `peak_memory_bytes`, or `{"error": "why"}`.
+/// `peak_memory_bytes` and `peak_anon_memory_bytes` (`PeakMemory`), or `{"error": "why"}`.
 enum PartProcess {
     /// Runs the part named `"WORKLOAD:PART"` and returns the process's exit status: 0 with a
     /// report line, 1 with an error line.
@@ -25,7 +25,8 @@ enum PartProcess {
             guard case .object(let members) = try part(context) else {
                 throw BenchmarkError.malformedOutput("part '\(qualifiedName)' did not return a JSON object")
             }
-            printLine(.object(members + [("peak_memory_bytes", .int(Int64(clamping: PeakMemory.currentProcessBytes())))]))
+            printLine(.object(members + [("peak_memory_bytes", .int(Int64(clamping: PeakMemory.currentProcessBytes()))),
+                                         ("peak_anon_memory_bytes", .int(Int64(clamping: PeakMemory.anonymousPeakBytes())))]))
             return 0
         } catch {
             printLine(.object([("error", .string("\(error)"))]))

@@ -37,6 +37,11 @@ struct PartReport {
         get throws { try uint64("peak_memory_bytes") }
     }
 
+    /// The part process's peak anonymous resident memory (`PeakMemory`); 0 when not reported.
+    var peakAnonymousMemoryBytes: UInt64 {
+        (json["peak_anon_memory_bytes"]?.int64Value).map { UInt64(clamping: $0) } ?? 0
+    }
+
     private func missing(_ key: String, _ kind: String) -> BenchmarkError {
         .malformedOutput("part '\(partName)' reported no \(kind) for '\(key)': \(json.compactText)")
     }

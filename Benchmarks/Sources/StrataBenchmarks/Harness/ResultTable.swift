@@ -1,12 +1,14 @@
 import Foundation
 
 /// The results as a table for people: one row per workload, text columns left-aligned,
-/// numbers right-aligned. "—" marks a value that does not apply (no baseline).
+/// numbers right-aligned. "—" marks a value that does not apply (no baseline). "peak MB" is
+/// the process's peak resident memory (VmHWM, mapped store pages included), "anon MB" its peak
+/// anonymous memory (`PeakMemory`).
 struct ResultTable {
     let results: [WorkloadResult]
 
-    private static let headers = ["workload", "cores", "records", "strata s", "baseline", "baseline s", "ratio", "peak MB", "notes"]
-    private static let numericColumns: Set<Int> = [1, 2, 3, 5, 6, 7]
+    private static let headers = ["workload", "cores", "records", "strata s", "baseline", "baseline s", "ratio", "peak MB", "anon MB", "notes"]
+    private static let numericColumns: Set<Int> = [1, 2, 3, 5, 6, 7, 8]
 
     var text: String {
         guard !results.isEmpty else { return "No results." }
@@ -33,6 +35,7 @@ struct ResultTable {
             result.baseline.map { String(format: "%.3f", $0.seconds) } ?? "—",
             result.ratio.map { String(format: "%.2f", $0) } ?? "—",
             String(format: "%.1f", Double(result.peakMemoryBytes) / 1_048_576),
+            String(format: "%.1f", Double(result.peakAnonymousMemoryBytes) / 1_048_576),
             result.notes,
         ]
     }

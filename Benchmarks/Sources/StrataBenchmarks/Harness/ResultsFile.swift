@@ -5,7 +5,8 @@ import Foundation
 ///     {"machine": {"cores": N, "memory_bytes": M, "os": "...", "cpu": "...", "swift": "...", "date": "ISO8601"},
 ///      "results": [{"workload": "...", "records": N, "strata_seconds": x,
 ///                   "baseline": "sqlite" | "lmdb" | "rocksdb" | "copy" | "strata-…" | null, "baseline_seconds": y | null,
-///                   "ratio": x/y | null, "strata_peak_memory_bytes": m, "notes": "...",
+///                   "ratio": x/y | null, "strata_peak_memory_bytes": m,
+///                   "strata_peak_anon_memory_bytes": a, "notes": "...",
 ///                   "cores": 1 | 2, "baseline_settings": {...}, ...extra fields}]}
 ///
 /// One row per workload × baseline × CPU count. Rows measured in alternating pairs of fresh

@@ -25,6 +25,7 @@ enum WorkloadProcess {
             for index in rows.indices {
                 // A workload whose timed Strata work ran in a part process reports that part's peak.
                 rows[index].peakMemoryBytes = max(rows[index].peakMemoryBytes, PeakMemory.currentProcessBytes())
+                rows[index].peakAnonymousMemoryBytes = max(rows[index].peakAnonymousMemoryBytes, PeakMemory.anonymousPeakBytes())
                 rows[index].cores = options.restrictedCores
                 if let cpuList { rows[index].extra.append(("cpus_allowed_list", .string(cpuList))) }
             }

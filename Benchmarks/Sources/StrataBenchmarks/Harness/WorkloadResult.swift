@@ -19,6 +19,8 @@ struct WorkloadResult: Sendable {
     var baseline: Baseline?
     /// The workload process's peak resident memory (VmHWM), filled in by the harness.
     var peakMemoryBytes: UInt64 = 0
+    /// Its peak anonymous resident memory (`PeakMemory`: without the pages of mapped files).
+    var peakAnonymousMemoryBytes: UInt64 = 0
     /// A short remark for the table, e.g. sizes and how the figure was taken.
     var notes: String
     /// How many CPUs the workload's processes (Strata's and the baseline's) were allowed to
@@ -53,7 +55,7 @@ struct WorkloadResult: Sendable {
 extension WorkloadResult {
     private static let commonKeys: Set<String> = [
         "workload", "records", "strata_seconds", "baseline", "baseline_seconds", "ratio",
-        "strata_peak_memory_bytes", "notes", "cores", "baseline_settings",
+        "strata_peak_memory_bytes", "strata_peak_anon_memory_bytes", "notes", "cores", "baseline_settings",
     ]
 
     /// The result as written in `results` of the JSON file.
@@ -66,6 +68,7 @@ extension WorkloadResult {
             ("baseline_seconds", baseline.map { .double($0.seconds) } ?? .null),
             ("ratio", ratio.map { .double($0) } ?? .null),
             ("strata_peak_memory_bytes", .int(Int64(clamping: peakMemoryBytes))),
+            ("strata_peak_anon_memory_bytes", .int(Int64(clamping: peakAnonymousMemoryBytes))),
             ("notes", .string(notes)),
             ("cores", cores.map { .int(Int64($0)) } ?? .null),
             ("baseline_settings", .object(baselineSettings)),
@@ -93,6 +96,7 @@ extension WorkloadResult {
             notes: json["notes"]?.stringValue ?? ""
         )
         peakMemoryBytes = UInt64(clamping: json["strata_peak_memory_bytes"]?.int64Value ?? 0)
+        peakAnonymousMemoryBytes = UInt64(clamping: json["strata_peak_anon_memory_bytes"]?.int64Value ?? 0)
         cores = json["cores"]?.int64Value.map { Int($0) }
         if case .object(let settings)? = json["baseline_settings"] { baselineSettings = settings }
         if case .object(let members) = json {

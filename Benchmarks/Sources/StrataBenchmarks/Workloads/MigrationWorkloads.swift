@@ -158,6 +158,7 @@ enum MigrationWorkloads {
 
     static func runLightweight(_ context: WorkloadContext) throws -> WorkloadResult {
         var rows: [(size: Int, seconds: Double, peak: UInt64)] = []
+        var anonymousPeak: UInt64 = 0
         for size in sizes(context.scale) {
             context.progress("building \(size) persons (version 1, not timed)")
             _ = try context.runPartProcess("build-\(size)")
@@ -165,6 +166,7 @@ enum MigrationWorkloads {
             sync()
             let report = try context.runPartProcess("lightweight-\(size)")
             rows.append((size, try report.double("seconds"), try report.uint64("migration_peak_memory_bytes")))
+            anonymousPeak = max(anonymousPeak, try report.uint64("migration_peak_anon_memory_bytes"))
         }
         let main = rows.first { $0.size == 1_000_000 } ?? rows[rows.count - 1]
         var result = WorkloadResult(
@@ -179,6 +181,7 @@ enum MigrationWorkloads {
                                                      ("peak_memory_bytes", .int(Int64(clamping: $0.peak)))]) })),
             ])
         result.peakMemoryBytes = rows.map(\.peak).max() ?? 0  // the migrations' own processes
+        result.peakAnonymousMemoryBytes = anonymousPeak
         return result
     }
 
@@ -188,13 +191,15 @@ enum MigrationWorkloads {
         let store = try Store(at: path, schema: PersonSchemaFavorite.self, migrationPlan: FavoritePlan.self)
         let seconds = stopwatch.elapsedSeconds
         let peak = PeakMemory.currentProcessBytes()  // the migration's, before the checks below read every record
+        let anonymousPeak = PeakMemory.anonymousPeakBytes()
         try checkSample(count: size, store: store) { (record: FavoritePerson, expected) in
             guard !record.isFavorite, record.fullName == expected.fullName, record.note == expected.note,
                   record.createdAt == expected.createdAt else { return "\(record) is not \(expected) with isFavorite false" }
             return nil
         }
         try store.close()
-        return .object([("seconds", .double(seconds)), ("migration_peak_memory_bytes", .int(Int64(clamping: peak)))])
+        return .object([("seconds", .double(seconds)), ("migration_peak_memory_bytes", .int(Int64(clamping: peak))),
+                        ("migration_peak_anon_memory_bytes", .int(Int64(clamping: anonymousPeak)))])
     }
 
     // MARK: migrate-split
@@ -203,6 +208,7 @@ enum MigrationWorkloads {
         var rows: [(size: Int, seconds: Double, sqlite: Double, peak: UInt64, sqlitePeak: UInt64, ratios: [Double],
                     deferredSeconds: Double, bytesBefore: UInt64, bytesMigrated: UInt64, bytesCompacted: UInt64, estimate: Double,
                     totalWork: Double, totalWorkRatios: [Double])] = []
+        var anonymousPeak: UInt64 = 0
         for size in sizes(context.scale) {
             // Pairs of runs, the side that goes first alternating, each on a store built anew:
             // one run of each side is at the mercy of a noisy machine (single runs gave ratios
@@ -227,6 +233,7 @@ enum MigrationWorkloads {
                 sync()
                 let report = try context.runPartProcess("split-\(size)")
                 strata.append((try report.double("seconds"), try report.uint64("migration_peak_memory_bytes")))
+                anonymousPeak = max(anonymousPeak, try report.uint64("migration_peak_anon_memory_bytes"))
                 deferred.append((try report.double("compact_after_seconds"), try built.uint64("store_bytes"),
                                  try report.uint64("store_bytes_after_migration"), try report.uint64("store_bytes_after_compact")))
             }
@@ -278,6 +285,7 @@ enum MigrationWorkloads {
                 ]) })),
             ])
         result.peakMemoryBytes = rows.map(\.peak).max() ?? 0  // the migrations' own processes
+        result.peakAnonymousMemoryBytes = anonymousPeak
         return result
     }
 
@@ -287,6 +295,7 @@ enum MigrationWorkloads {
         let store = try Store(at: path, schema: PersonSchemaSplit.self, migrationPlan: SplitPlan.self)
         let seconds = stopwatch.elapsedSeconds
         let peak = PeakMemory.currentProcessBytes()  // the migration's, before the checks below read every record
+        let anonymousPeak = PeakMemory.anonymousPeakBytes()
         let bytesAfterMigration = FolderSize.bytes(at: path)
         // The work left for after the launch (not in the ratio): the background pass compressing
         // the new records (Architecture.md, invariant 29) — `compact()` finishes it at once —
@@ -300,6 +309,7 @@ enum MigrationWorkloads {
         }
         try store.close()
         return .object([("seconds", .double(seconds)), ("migration_peak_memory_bytes", .int(Int64(clamping: peak))),
+                        ("migration_peak_anon_memory_bytes", .int(Int64(clamping: anonymousPeak))),
                         ("compact_after_seconds", .double(deferredSeconds)),
                         ("store_bytes_after_migration", .int(Int64(clamping: bytesAfterMigration))),
                         ("store_bytes_after_compact", .int(Int64(clamping: FolderSize.bytes(at: path))))])
@@ -523,6 +533,7 @@ enum ContextSplitWorkload {
         let store = try Store(at: path, schema: PersonSchemaContextSplit.self, migrationPlan: plan)
         let seconds = stopwatch.elapsedSeconds
         let peak = PeakMemory.currentProcessBytes()  // the migration's, before the checks read records
+        let anonymousPeak = PeakMemory.anonymousPeakBytes()
         let reader = Context(store)
         let stored = try reader.fetchCount(FetchDescriptor<ContextSplitPerson>())
         guard stored == size else { throw BenchmarkError.verificationFailed("Strata: \(stored) records after the migration, not \(size)") }
@@ -535,7 +546,8 @@ enum ContextSplitWorkload {
             }
         }
         try store.close()
-        return .object([("seconds", .double(seconds)), ("migration_peak_memory_bytes", .int(Int64(clamping: peak)))])
+        return .object([("seconds", .double(seconds)), ("migration_peak_memory_bytes", .int(Int64(clamping: peak))),
+                        ("migration_peak_anon_memory_bytes", .int(Int64(clamping: anonymousPeak)))])
     }
 
     struct Row {
@@ -556,6 +568,7 @@ enum ContextSplitWorkload {
 
     static func run(_ context: WorkloadContext) throws -> WorkloadResult {
         var rows: [Row] = []
+        var anonymousPeak: UInt64 = 0
         for size in MigrationWorkloads.sizes(context.scale) {
             var row = Row(size: size)
             func strata(_ part: String, _ what: String) throws -> (seconds: Double, peak: UInt64) {
@@ -569,6 +582,7 @@ enum ContextSplitWorkload {
                 context.progress("\(what) (timed, in a process of its own)")
                 sync()
                 let report = try context.runPartProcess("\(part)-\(size)")
+                if part == "context" { anonymousPeak = max(anonymousPeak, try report.uint64("migration_peak_anon_memory_bytes")) }
                 return (try report.double("seconds"), try report.uint64("migration_peak_memory_bytes"))
             }
             func sqlite() throws {
@@ -632,6 +646,7 @@ enum ContextSplitWorkload {
                 ]) })),
             ])
         result.peakMemoryBytes = rows.map(\.contextPeak).max() ?? 0
+        result.peakAnonymousMemoryBytes = anonymousPeak
         return result
     }
 
