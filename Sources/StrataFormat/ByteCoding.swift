@@ -46,6 +46,9 @@ package struct ByteWriter {
     }
 
     package var count: Int { bytes.count }
+
+    /// Empties the writer, keeping its capacity for what is written next.
+    package mutating func removeAll() { bytes.removeAll(keepingCapacity: true) }
 }
 
 /// Reads little-endian fixed-width integers from a byte buffer, bounds-checked: reading

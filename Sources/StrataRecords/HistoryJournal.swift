@@ -196,7 +196,7 @@ package final class HistoryRecorder {
     /// Who made the change (`Context.author`); nil: nobody named.
     package var author: String?
     /// Per entity, the attribute ids whose values a delete keeps (`preserveValueOnDeletion`).
-    package var tombstoneAttributes: [UInt32: Set<UInt32>] = [:]
+    package var tombstoneAttributes: [UInt32: Set<UInt32>] = [:] { didSet { sortedTombstoneAttributes.removeAll() } }
     /// Record per entity how many records changed instead of each change (migrations).
     @exclusivity(unchecked) package var summarizes = false
     /// While summarizing: per entity, the first id of the records an earlier transaction of
@@ -213,10 +213,17 @@ package final class HistoryRecorder {
     /// unchanged changes nothing — and a property the version does not have (a removed
     /// attribute still in old records' bytes) is no change. Entities not listed are compared
     /// field by field as stored.
-    package var visibleProperties: [UInt32: [UInt32: Value]] = [:]
+    package var visibleProperties: [UInt32: [UInt32: Value]] = [:] { didSet { encodedVisibleProperties.removeAll() } }
 
     let tree: RecordTreeWriter
-    private var buffer = ByteWriter(capacity: 256)
+    /// The part being filled; room for a whole part, kept from part to part.
+    private var buffer = ByteWriter(capacity: HistoryCodec.partTarget + 256)
+    /// Builds updates' and deletes' operations from the records' bytes, reusing its buffers.
+    private var values = HistoryValueEncoder()
+    /// `visibleProperties` per entity in the form `values` reads, made at first use.
+    private var encodedVisibleProperties: [UInt32: HistoryValueEncoder.VisibleProperties] = [:]
+    /// `tombstoneAttributes` per entity, ascending, made at first use.
+    private var sortedTombstoneAttributes: [UInt32: [UInt32]] = [:]
     /// Parts written so far (the next part's number).
     private(set) var partsWritten: UInt64 = 0
     // Unchecked: the transaction's thread only, and changed on every insert journaled.
@@ -281,66 +288,54 @@ package final class HistoryRecorder {
         if let first = updates?.firstInserted, id < first { updates?.count += 1 }
     }
 
-    func recordUpdate(entityID: UInt32, id: UInt64, old: [UInt8], new: [UInt8]) throws {
-        guard old != new else { return }
+    /// Record `id` is being updated from `old` to `new` (its whole stored and written bytes):
+    /// journals the properties whose value as the app reads it changes (`visibleProperties`),
+    /// with their old and new values — nothing when none does.
+    func recordUpdate(entityID: UInt32, id: UInt64, old: UnsafeRawBufferPointer, new: UnsafeRawBufferPointer) throws {
+        guard old.count != new.count || !old.elementsEqual(new) else { return }
         if summarizes { return recordSummarizedUpdate(entityID: entityID, id: id) }
-        let before: [(id: UInt32, value: Value)], after: [(id: UInt32, value: Value)]
+        let changed: Bool
         do {
-            before = try RecordCodec.decodeFields(old)
-            after = try RecordCodec.decodeFields(new)
+            changed = try values.buildUpdate(entityID: entityID, id: id, stored: old, written: new, visible: visible(entityID))
         } catch {
             throw RecordTreeError.invalidRecord(entityID: entityID, recordID: id, reason: error.reason)
         }
-        let visible = visibleProperties[entityID]
-        var changed: [UInt32] = [], oldFields: [(id: UInt32, value: Value)] = [], newFields: [(id: UInt32, value: Value)] = []
-        /// Compares one property's stored values (nil: absent) as a read sees them.
-        func compare(_ id: UInt32, _ stored: Value?, _ written: Value?) {
-            var oldValue = stored ?? .null, newValue = written ?? .null
-            if let visible {
-                guard let absent = visible[id] else { return }  // not a property of the app's version
-                if stored == nil { oldValue = absent }
-                if written == nil { newValue = absent }
-            }
-            guard oldValue != newValue else { return }
-            changed.append(id)
-            if !oldValue.isNull { oldFields.append((id, oldValue)) }
-            if !newValue.isNull { newFields.append((id, newValue)) }
-        }
-        var i = 0, j = 0
-        while i < before.count || j < after.count {
-            if j == after.count || (i < before.count && before[i].id < after[j].id) {
-                compare(before[i].id, before[i].value, nil); i += 1
-            } else if i == before.count || after[j].id < before[i].id {
-                compare(after[j].id, nil, after[j].value); j += 1
-            } else {
-                compare(before[i].id, before[i].value, after[j].value); i += 1; j += 1
-            }
-        }
-        guard !changed.isEmpty else { return }
-        try append(.update(entityID: entityID, id: id, changed: changed,
-                           old: RecordCodec.encode(fields: oldFields), new: RecordCodec.encode(fields: newFields)))
+        guard changed else { return }
+        try flushRun()
+        try write(encoded: values.operation)
     }
 
-    func recordDelete(entityID: UInt32, id: UInt64, old: [UInt8]) throws {
+    /// Record `id`, stored as `old`, is being deleted: journals the delete with its tombstone
+    /// (the values of the attributes `tombstoneAttributes` names, as a read gives them).
+    func recordDelete(entityID: UInt32, id: UInt64, old: UnsafeRawBufferPointer) throws {
         if summarizes {
             if insertedEarlier(entityID, id) { retracted[entityID, default: 0] += 1 } else { summary[entityID, default: (0, 0, 0)].deleted += 1 }
             return
         }
-        var tombstone: [UInt8] = []
-        if let kept = tombstoneAttributes[entityID], !kept.isEmpty {
-            do {
-                // The kept attributes' values as a read gives them (see `visibleProperties`).
-                let stored = Dictionary(try RecordCodec.decodeFields(old).map { ($0.id, $0.value) }, uniquingKeysWith: { first, _ in first })
-                let visible = visibleProperties[entityID]
-                tombstone = RecordCodec.encode(fields: kept.sorted().compactMap { id in
-                    guard let value = stored[id] ?? visible?[id], !value.isNull else { return nil }
-                    return (id: id, value: value)
-                })
-            } catch {
-                throw RecordTreeError.invalidRecord(entityID: entityID, recordID: id, reason: error.reason)
-            }
+        do {
+            try values.buildDelete(entityID: entityID, id: id, stored: old, kept: kept(entityID), visible: visible(entityID))
+        } catch {
+            throw RecordTreeError.invalidRecord(entityID: entityID, recordID: id, reason: error.reason)
         }
-        try append(.delete(entityID: entityID, id: id, tombstone: tombstone))
+        try flushRun()
+        try write(encoded: values.operation)
+    }
+
+    /// `visibleProperties[entityID]` as `values` reads it.
+    private func visible(_ entityID: UInt32) -> HistoryValueEncoder.VisibleProperties? {
+        if let encoded = encodedVisibleProperties[entityID] { return encoded }
+        guard let properties = visibleProperties[entityID] else { return nil }
+        let encoded = HistoryValueEncoder.VisibleProperties(properties)
+        encodedVisibleProperties[entityID] = encoded
+        return encoded
+    }
+
+    /// `tombstoneAttributes[entityID]`, ascending.
+    private func kept(_ entityID: UInt32) -> [UInt32] {
+        if let sorted = sortedTombstoneAttributes[entityID] { return sorted }
+        let sorted = tombstoneAttributes[entityID]?.sorted() ?? []
+        sortedTombstoneAttributes[entityID] = sorted
+        return sorted
     }
 
     /// Records that a migration changed these records of an entity.
@@ -376,6 +371,14 @@ package final class HistoryRecorder {
         if buffer.bytes.count >= HistoryCodec.partTarget { try writePart() }
     }
 
+    /// As `write(_:)`, of an operation already in its byte form.
+    private func write(encoded operation: [UInt8]) throws {
+        if buffer.bytes.isEmpty { startPart() }
+        buffer.append(bytes: operation)
+        hasOperations = true
+        if buffer.bytes.count >= HistoryCodec.partTarget { try writePart() }
+    }
+
     private func startPart() {
         buffer.append(HistoryCodec.version)
         buffer.append(UInt8(0))
@@ -398,7 +401,7 @@ package final class HistoryRecorder {
         try tree.insert(HistoryRoot.key(token: token, part: partsWritten), bytes: buffer.bytes)
         bytesWritten += UInt64(buffer.bytes.count)
         partsWritten += 1
-        buffer = ByteWriter(capacity: 256)
+        buffer.removeAll()
     }
 
     /// Writes what is left of the entry (nothing when the transaction changed no record).

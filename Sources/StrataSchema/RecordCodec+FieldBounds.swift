@@ -1,0 +1,80 @@
+import StrataFormat
+
+/// One field of a record as it is stored: its attribute id and where its value — the tag and
+/// the payload, what `Value.append(to:)` writes — lies in the record's bytes. Plain offsets,
+/// valid for the buffer ``RecordCodec/fieldBounds(_:into:)`` read them from.
+package struct RecordFieldBounds: Equatable, Sendable {
+    /// The attribute id.
+    package var id: UInt32
+    /// The offset of the value's tag.
+    package var start: Int
+    /// The offset just past the value's payload.
+    package var end: Int
+    /// The value's tag (a ``ValueTag`` raw value, never null).
+    package var tag: UInt8
+
+    /// A field whose value (tag and payload) is `record[start..<end]`.
+    package init(id: UInt32, start: Int, end: Int, tag: UInt8) {
+        self.id = id
+        self.start = start
+        self.end = end
+        self.tag = tag
+    }
+
+    /// The value's bytes (tag and payload) in `record`, the buffer the field was read from.
+    @inline(__always)
+    package func value(in record: UnsafeRawBufferPointer) -> UnsafeRawBufferPointer {
+        UnsafeRawBufferPointer(rebasing: record[start..<end])
+    }
+}
+
+extension RecordCodec {
+    /// Checks a record as ``decodeFields(_:)`` does — the same checks, the same errors — and
+    /// lists where its fields are instead of building their values: `fields` is emptied
+    /// (keeping its capacity, so a caller reuses one array from record to record) and filled
+    /// in stored order, attribute ids strictly increasing.
+    ///
+    /// - Throws: as `decodeFields`; `fields` then holds the fields read before the bad one.
+    package static func fieldBounds(_ buffer: UnsafeRawBufferPointer, into fields: inout [RecordFieldBounds]) throws(FormatError) {
+        fields.removeAll(keepingCapacity: true)
+        var reader = RecordFieldReader(buffer)
+        let count = try reader.readHeader()
+        var previous: UInt32?
+        var holdsReferences = false
+        for _ in 0..<count {
+            let id = try reader.readAttributeID(after: previous)
+            let start = reader.position
+            let field = try reader.readFieldSpan(id: id)
+            if field.tag == ValueTag.references.rawValue { holdsReferences = true }
+            fields.append(RecordFieldBounds(id: id, start: start, end: reader.position, tag: field.tag))
+            previous = id
+        }
+        guard reader.remaining == 0 else {
+            throw FormatError("\(reader.remaining) bytes after the last field of the record", at: reader.position)
+        }
+        guard holdsReferences || reader.format < referencesFormat else {
+            throw FormatError("a record of format \(reader.format) holds no references; it must be written in format \(baseFormat)", at: 0)
+        }
+    }
+
+    /// Whether two encoded values (tag and payload each, as a record or `Value.append(to:)`
+    /// holds them, already checked) are equal as ``Value``s are: equal bytes, or two strings
+    /// that Swift compares equal (canonically equivalent, spelled differently). Every other
+    /// kind is stored canonically, so its bytes are equal exactly when its values are; two
+    /// ASCII strings are canonically equivalent only when identical, so no `String` is made
+    /// for them.
+    package static func encodedValuesEqual(_ lhs: UnsafeRawBufferPointer, _ rhs: UnsafeRawBufferPointer) -> Bool {
+        if lhs.count == rhs.count, lhs.elementsEqual(rhs) { return true }
+        guard let tag = lhs.first, tag == ValueTag.string.rawValue, rhs.first == tag,
+              let left = stringPayload(lhs), let right = stringPayload(rhs) else { return false }
+        let leftBytes = left.bindMemory(to: UInt8.self), rightBytes = right.bindMemory(to: UInt8.self)
+        if RecordFieldReader.isASCII(leftBytes) && RecordFieldReader.isASCII(rightBytes) { return false }
+        return String(decoding: leftBytes, as: UTF8.self) == String(decoding: rightBytes, as: UTF8.self)
+    }
+
+    /// The UTF-8 of an encoded string value (tag, varint length, bytes); nil when malformed.
+    private static func stringPayload(_ value: UnsafeRawBufferPointer) -> UnsafeRawBufferPointer? {
+        var reader = RecordFieldReader(UnsafeRawBufferPointer(rebasing: value[1...]))
+        return try? reader.readLengthPrefixedSlice("string")
+    }
+}
