@@ -162,19 +162,34 @@ package enum HistoryCodec {
         return UInt32(value)
     }
 
+    /// Appends an update operation (2): `old` and `new` are records of the changed attributes' values.
+    static func appendUpdate(entityID: UInt32, id: UInt64, changed: UnsafeBufferPointer<UInt32>, old: UnsafeRawBufferPointer,
+                             new: UnsafeRawBufferPointer, to writer: inout ByteWriter) {
+        writer.append(UInt8(2)); writer.appendVarint(UInt64(entityID)); writer.appendVarint(id)
+        writer.appendVarint(UInt64(changed.count))
+        for attribute in changed { writer.appendVarint(UInt64(attribute)) }
+        writer.appendVarint(UInt64(old.count)); writer.append(raw: old)
+        writer.appendVarint(UInt64(new.count)); writer.append(raw: new)
+    }
+
+    /// Appends a delete operation (3).
+    static func appendDelete(entityID: UInt32, id: UInt64, tombstone: UnsafeRawBufferPointer, to writer: inout ByteWriter) {
+        writer.append(UInt8(3)); writer.appendVarint(UInt64(entityID)); writer.appendVarint(id)
+        writer.appendVarint(UInt64(tombstone.count)); writer.append(raw: tombstone)
+    }
+
     static func append(_ operation: HistoryOperation, to writer: inout ByteWriter) {
         switch operation {
         case .insert(let entity, let first, let count):
             writer.append(UInt8(1)); writer.appendVarint(UInt64(entity)); writer.appendVarint(first); writer.appendVarint(count)
         case .update(let entity, let id, let changed, let old, let new):
-            writer.append(UInt8(2)); writer.appendVarint(UInt64(entity)); writer.appendVarint(id)
-            writer.appendVarint(UInt64(changed.count))
-            for attribute in changed { writer.appendVarint(UInt64(attribute)) }
-            writer.appendLengthPrefixed(old)
-            writer.appendLengthPrefixed(new)
+            changed.withUnsafeBufferPointer { changed in
+                old.withUnsafeBytes { old in
+                    new.withUnsafeBytes { new in appendUpdate(entityID: entity, id: id, changed: changed, old: old, new: new, to: &writer) }
+                }
+            }
         case .delete(let entity, let id, let tombstone):
-            writer.append(UInt8(3)); writer.appendVarint(UInt64(entity)); writer.appendVarint(id)
-            writer.appendLengthPrefixed(tombstone)
+            tombstone.withUnsafeBytes { appendDelete(entityID: entity, id: id, tombstone: $0, to: &writer) }
         case .migration(let entity, let inserted, let updated, let deleted):
             writer.append(UInt8(4)); writer.appendVarint(UInt64(entity))
             writer.appendVarint(inserted); writer.appendVarint(updated); writer.appendVarint(deleted)
@@ -213,15 +228,19 @@ package final class HistoryRecorder {
     /// unchanged changes nothing — and a property the version does not have (a removed
     /// attribute still in old records' bytes) is no change. Entities not listed are compared
     /// field by field as stored.
-    package var visibleProperties: [UInt32: [UInt32: Value]] = [:] { didSet { encodedVisibleProperties.removeAll() } }
+    package var visibleProperties: [UInt32: [UInt32: Value]] = [:] { didSet { encodedVisibleProperties.removeAll(); lastVisible = nil } }
 
     let tree: RecordTreeWriter
     /// The part being filled; room for a whole part, kept from part to part.
     private var buffer = ByteWriter(capacity: HistoryCodec.partTarget + 256)
-    /// Builds updates' and deletes' operations from the records' bytes, reusing its buffers.
-    private var values = HistoryValueEncoder()
-    /// `visibleProperties` per entity in the form `values` reads, made at first use.
-    private var encodedVisibleProperties: [UInt32: HistoryValueEncoder.VisibleProperties] = [:]
+    /// Compares records and builds the value records of updates and tombstones from their
+    /// bytes, reusing its memory.
+    private let changes = RecordChanges()
+    /// `visibleProperties` per entity in the form `changes` reads, made at first use.
+    private var encodedVisibleProperties: [UInt32: RecordDefaults] = [:]
+    /// The entity asked for last and its `encodedVisibleProperties` (a transaction changes
+    /// records of one entity in a row).
+    private var lastVisible: (entityID: UInt32, defaults: RecordDefaults?)?
     /// `tombstoneAttributes` per entity, ascending, made at first use.
     private var sortedTombstoneAttributes: [UInt32: [UInt32]] = [:]
     /// Parts written so far (the next part's number).
@@ -296,13 +315,16 @@ package final class HistoryRecorder {
         if summarizes { return recordSummarizedUpdate(entityID: entityID, id: id) }
         let changed: Bool
         do {
-            changed = try values.buildUpdate(entityID: entityID, id: id, stored: old, written: new, visible: visible(entityID))
+            changed = try changes.compare(stored: old, written: new, defaults: visible(entityID))
         } catch {
             throw RecordTreeError.invalidRecord(entityID: entityID, recordID: id, reason: error.reason)
         }
         guard changed else { return }
         try flushRun()
-        try write(encoded: values.operation)
+        if buffer.bytes.isEmpty { startPart() }
+        HistoryCodec.appendUpdate(entityID: entityID, id: id, changed: changes.changedIDs, old: changes.oldValues,
+                                  new: changes.newValues, to: &buffer)
+        try operationWritten()
     }
 
     /// Record `id`, stored as `old`, is being deleted: journals the delete with its tombstone
@@ -312,22 +334,31 @@ package final class HistoryRecorder {
             if insertedEarlier(entityID, id) { retracted[entityID, default: 0] += 1 } else { summary[entityID, default: (0, 0, 0)].deleted += 1 }
             return
         }
-        do {
-            try values.buildDelete(entityID: entityID, id: id, stored: old, kept: kept(entityID), visible: visible(entityID))
-        } catch {
-            throw RecordTreeError.invalidRecord(entityID: entityID, recordID: id, reason: error.reason)
+        let kept = kept(entityID)
+        var tombstone = UnsafeRawBufferPointer(start: nil, count: 0)
+        if !kept.isEmpty {
+            do {
+                tombstone = try changes.tombstone(stored: old, kept: kept, defaults: visible(entityID))
+            } catch {
+                throw RecordTreeError.invalidRecord(entityID: entityID, recordID: id, reason: error.reason)
+            }
         }
         try flushRun()
-        try write(encoded: values.operation)
+        if buffer.bytes.isEmpty { startPart() }
+        HistoryCodec.appendDelete(entityID: entityID, id: id, tombstone: tombstone, to: &buffer)
+        try operationWritten()
     }
 
-    /// `visibleProperties[entityID]` as `values` reads it.
-    private func visible(_ entityID: UInt32) -> HistoryValueEncoder.VisibleProperties? {
-        if let encoded = encodedVisibleProperties[entityID] { return encoded }
-        guard let properties = visibleProperties[entityID] else { return nil }
-        let encoded = HistoryValueEncoder.VisibleProperties(properties)
-        encodedVisibleProperties[entityID] = encoded
-        return encoded
+    /// `visibleProperties[entityID]` as `changes` reads it.
+    private func visible(_ entityID: UInt32) -> RecordDefaults? {
+        if let lastVisible, lastVisible.entityID == entityID { return lastVisible.defaults }
+        var defaults = encodedVisibleProperties[entityID]
+        if defaults == nil, let properties = visibleProperties[entityID] {
+            defaults = RecordDefaults(properties)
+            encodedVisibleProperties[entityID] = defaults
+        }
+        lastVisible = (entityID, defaults)
+        return defaults
     }
 
     /// `tombstoneAttributes[entityID]`, ascending.
@@ -371,10 +402,8 @@ package final class HistoryRecorder {
         if buffer.bytes.count >= HistoryCodec.partTarget { try writePart() }
     }
 
-    /// As `write(_:)`, of an operation already in its byte form.
-    private func write(encoded operation: [UInt8]) throws {
-        if buffer.bytes.isEmpty { startPart() }
-        buffer.append(bytes: operation)
+    /// After an operation was appended to the part: writes the part once it is full.
+    private func operationWritten() throws {
         hasOperations = true
         if buffer.bytes.count >= HistoryCodec.partTarget { try writePart() }
     }

@@ -37,6 +37,12 @@ extension RecordCodec {
     /// - Throws: as `decodeFields`; `fields` then holds the fields read before the bad one.
     package static func fieldBounds(_ buffer: UnsafeRawBufferPointer, into fields: inout [RecordFieldBounds]) throws(FormatError) {
         fields.removeAll(keepingCapacity: true)
+        try walkFields(buffer) { fields.append($0) }
+    }
+
+    /// The walk of ``fieldBounds(_:into:)``: `visit` is given each field in stored order.
+    @inline(__always)
+    static func walkFields(_ buffer: UnsafeRawBufferPointer, _ visit: (RecordFieldBounds) -> Void) throws(FormatError) {
         var reader = RecordFieldReader(buffer)
         let count = try reader.readHeader()
         var previous: UInt32?
@@ -46,7 +52,7 @@ extension RecordCodec {
             let start = reader.position
             let field = try reader.readFieldSpan(id: id)
             if field.tag == ValueTag.references.rawValue { holdsReferences = true }
-            fields.append(RecordFieldBounds(id: id, start: start, end: reader.position, tag: field.tag))
+            visit(RecordFieldBounds(id: id, start: start, end: reader.position, tag: field.tag))
             previous = id
         }
         guard reader.remaining == 0 else {
