@@ -163,19 +163,56 @@ package enum HistoryCodec {
     }
 
     /// Appends an update operation (2): `old` and `new` are records of the changed attributes' values.
+    /// The bytes are put together in memory of its own and appended at once: an append to a
+    /// `ByteWriter` from here is a call to another module per byte.
     static func appendUpdate(entityID: UInt32, id: UInt64, changed: UnsafeBufferPointer<UInt32>, old: UnsafeRawBufferPointer,
                              new: UnsafeRawBufferPointer, to writer: inout ByteWriter) {
-        writer.append(UInt8(2)); writer.appendVarint(UInt64(entityID)); writer.appendVarint(id)
-        writer.appendVarint(UInt64(changed.count))
-        for attribute in changed { writer.appendVarint(UInt64(attribute)) }
-        writer.appendVarint(UInt64(old.count)); writer.append(raw: old)
-        writer.appendVarint(UInt64(new.count)); writer.append(raw: new)
+        let size = 1 + 3 * maximumVarintSize + maximumVarintSize * changed.count + 2 * maximumVarintSize + old.count + new.count
+        withUnsafeTemporaryAllocation(byteCount: size, alignment: 1) { bytes in
+            var end = 0
+            bytes[end] = 2; end += 1
+            put(UInt64(entityID), in: bytes, at: &end); put(id, in: bytes, at: &end)
+            put(UInt64(changed.count), in: bytes, at: &end)
+            for attribute in changed { put(UInt64(attribute), in: bytes, at: &end) }
+            put(old, in: bytes, at: &end)
+            put(new, in: bytes, at: &end)
+            writer.append(raw: UnsafeRawBufferPointer(rebasing: bytes[..<end]))
+        }
     }
 
-    /// Appends a delete operation (3).
+    /// Appends a delete operation (3), as `appendUpdate` does.
     static func appendDelete(entityID: UInt32, id: UInt64, tombstone: UnsafeRawBufferPointer, to writer: inout ByteWriter) {
-        writer.append(UInt8(3)); writer.appendVarint(UInt64(entityID)); writer.appendVarint(id)
-        writer.appendVarint(UInt64(tombstone.count)); writer.append(raw: tombstone)
+        withUnsafeTemporaryAllocation(byteCount: 1 + 3 * maximumVarintSize + tombstone.count, alignment: 1) { bytes in
+            var end = 0
+            bytes[end] = 3; end += 1
+            put(UInt64(entityID), in: bytes, at: &end); put(id, in: bytes, at: &end)
+            put(tombstone, in: bytes, at: &end)
+            writer.append(raw: UnsafeRawBufferPointer(rebasing: bytes[..<end]))
+        }
+    }
+
+    private static let maximumVarintSize = 10
+
+    /// Writes `value` as `ByteWriter.appendVarint` does at `end`, and moves `end` past it.
+    @inline(__always)
+    private static func put(_ value: UInt64, in bytes: UnsafeMutableRawBufferPointer, at end: inout Int) {
+        var rest = value
+        while rest >= 0x80 {
+            bytes[end] = UInt8(truncatingIfNeeded: rest) | 0x80
+            end += 1
+            rest >>= 7
+        }
+        bytes[end] = UInt8(rest)
+        end += 1
+    }
+
+    /// Writes `value` length-prefixed, as `ByteWriter.appendLengthPrefixed` does.
+    @inline(__always)
+    private static func put(_ value: UnsafeRawBufferPointer, in bytes: UnsafeMutableRawBufferPointer, at end: inout Int) {
+        put(UInt64(value.count), in: bytes, at: &end)
+        guard let source = value.baseAddress, !value.isEmpty, let target = bytes.baseAddress else { return }
+        (target + end).copyMemory(from: source, byteCount: value.count)
+        end += value.count
     }
 
     static func append(_ operation: HistoryOperation, to writer: inout ByteWriter) {
@@ -211,7 +248,7 @@ package final class HistoryRecorder {
     /// Who made the change (`Context.author`); nil: nobody named.
     package var author: String?
     /// Per entity, the attribute ids whose values a delete keeps (`preserveValueOnDeletion`).
-    package var tombstoneAttributes: [UInt32: Set<UInt32>] = [:] { didSet { sortedTombstoneAttributes.removeAll() } }
+    package var tombstoneAttributes: [UInt32: Set<UInt32>] = [:] { didSet { sortedTombstoneAttributes.removeAll(); lastKept = nil } }
     /// Record per entity how many records changed instead of each change (migrations).
     @exclusivity(unchecked) package var summarizes = false
     /// While summarizing: per entity, the first id of the records an earlier transaction of
@@ -231,8 +268,9 @@ package final class HistoryRecorder {
     package var visibleProperties: [UInt32: [UInt32: Value]] = [:] { didSet { encodedVisibleProperties.removeAll(); lastVisible = nil } }
 
     let tree: RecordTreeWriter
-    /// The part being filled; room for a whole part, kept from part to part.
-    private var buffer = ByteWriter(capacity: HistoryCodec.partTarget + 256)
+    /// The part being filled; room for a whole part, kept from part to part. (Unchecked, as
+    /// the other fields every change touches: the transaction's thread only.)
+    @exclusivity(unchecked) private var buffer = ByteWriter(capacity: HistoryCodec.partTarget + 256)
     /// Compares records and builds the value records of updates and tombstones from their
     /// bytes, reusing its memory.
     private let changes = RecordChanges()
@@ -240,9 +278,11 @@ package final class HistoryRecorder {
     private var encodedVisibleProperties: [UInt32: RecordDefaults] = [:]
     /// The entity asked for last and its `encodedVisibleProperties` (a transaction changes
     /// records of one entity in a row).
-    private var lastVisible: (entityID: UInt32, defaults: RecordDefaults?)?
+    @exclusivity(unchecked) private var lastVisible: (entityID: UInt32, defaults: RecordDefaults?)?
     /// `tombstoneAttributes` per entity, ascending, made at first use.
     private var sortedTombstoneAttributes: [UInt32: [UInt32]] = [:]
+    /// The entity asked for last and its `sortedTombstoneAttributes`.
+    @exclusivity(unchecked) private var lastKept: (entityID: UInt32, attributes: [UInt32])?
     /// Parts written so far (the next part's number).
     private(set) var partsWritten: UInt64 = 0
     // Unchecked: the transaction's thread only, and changed on every insert journaled.
@@ -254,7 +294,7 @@ package final class HistoryRecorder {
     @exclusivity(unchecked) private var updates: (entityID: UInt32, firstInserted: UInt64, count: UInt64)?
     /// Per entity, deletes of records `insertedEarlier` names (while summarizing).
     private var retracted: [UInt32: UInt64] = [:]
-    private var hasOperations = false
+    @exclusivity(unchecked) private var hasOperations = false
     /// Bytes of the parts written so far.
     private(set) var bytesWritten: UInt64 = 0
 
@@ -363,9 +403,10 @@ package final class HistoryRecorder {
 
     /// `tombstoneAttributes[entityID]`, ascending.
     private func kept(_ entityID: UInt32) -> [UInt32] {
-        if let sorted = sortedTombstoneAttributes[entityID] { return sorted }
-        let sorted = tombstoneAttributes[entityID]?.sorted() ?? []
+        if let lastKept, lastKept.entityID == entityID { return lastKept.attributes }
+        let sorted = sortedTombstoneAttributes[entityID] ?? tombstoneAttributes[entityID]?.sorted() ?? []
         sortedTombstoneAttributes[entityID] = sorted
+        lastKept = (entityID, sorted)
         return sorted
     }
 

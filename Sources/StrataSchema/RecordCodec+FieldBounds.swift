@@ -70,12 +70,29 @@ extension RecordCodec {
     /// ASCII strings are canonically equivalent only when identical, so no `String` is made
     /// for them.
     package static func encodedValuesEqual(_ lhs: UnsafeRawBufferPointer, _ rhs: UnsafeRawBufferPointer) -> Bool {
-        if lhs.count == rhs.count, lhs.elementsEqual(rhs) { return true }
+        if lhs.count == rhs.count, bytesEqual(lhs, rhs) { return true }
         guard let tag = lhs.first, tag == ValueTag.string.rawValue, rhs.first == tag,
               let left = stringPayload(lhs), let right = stringPayload(rhs) else { return false }
         let leftBytes = left.bindMemory(to: UInt8.self), rightBytes = right.bindMemory(to: UInt8.self)
         if RecordFieldReader.isASCII(leftBytes) && RecordFieldReader.isASCII(rightBytes) { return false }
         return String(decoding: leftBytes, as: UTF8.self) == String(decoding: rightBytes, as: UTF8.self)
+    }
+
+    /// Whether two buffers of the same length hold the same bytes, compared eight at a time.
+    @inline(__always)
+    private static func bytesEqual(_ lhs: UnsafeRawBufferPointer, _ rhs: UnsafeRawBufferPointer) -> Bool {
+        var index = 0
+        while index + 8 <= lhs.count {
+            guard lhs.loadUnaligned(fromByteOffset: index, as: UInt64.self) == rhs.loadUnaligned(fromByteOffset: index, as: UInt64.self) else {
+                return false
+            }
+            index += 8
+        }
+        while index < lhs.count {
+            guard lhs[index] == rhs[index] else { return false }
+            index += 1
+        }
+        return true
     }
 
     /// The UTF-8 of an encoded string value (tag, varint length, bytes); nil when malformed.
