@@ -71,11 +71,19 @@ extension RecordCodec {
     /// for them.
     package static func encodedValuesEqual(_ lhs: UnsafeRawBufferPointer, _ rhs: UnsafeRawBufferPointer) -> Bool {
         if lhs.count == rhs.count, bytesEqual(lhs, rhs) { return true }
-        guard let tag = lhs.first, tag == ValueTag.string.rawValue, rhs.first == tag,
-              let left = stringPayload(lhs), let right = stringPayload(rhs) else { return false }
-        let leftBytes = left.bindMemory(to: UInt8.self), rightBytes = right.bindMemory(to: UInt8.self)
-        if RecordFieldReader.isASCII(leftBytes) && RecordFieldReader.isASCII(rightBytes) { return false }
-        return String(decoding: leftBytes, as: UTF8.self) == String(decoding: rightBytes, as: UTF8.self)
+        guard lhs.count > 1, rhs.count > 1, lhs[0] == ValueTag.string.rawValue, rhs[0] == lhs[0] else { return false }
+        let left = stringPayload(lhs), right = stringPayload(rhs)
+        if RecordFieldReader.isASCII(left) && RecordFieldReader.isASCII(right) { return false }
+        return String(decoding: left, as: UTF8.self) == String(decoding: right, as: UTF8.self)
+    }
+
+    /// The UTF-8 of an encoded string value (tag, varint length, bytes) already checked: what
+    /// follows the length.
+    @inline(__always)
+    private static func stringPayload(_ value: UnsafeRawBufferPointer) -> UnsafeBufferPointer<UInt8> {
+        var start = 1
+        while start < value.count && value[start] >= 0x80 { start += 1 }
+        return UnsafeRawBufferPointer(rebasing: value[min(start + 1, value.count)...]).bindMemory(to: UInt8.self)
     }
 
     /// Whether two buffers of the same length hold the same bytes, compared eight at a time.
@@ -93,11 +101,5 @@ extension RecordCodec {
             index += 1
         }
         return true
-    }
-
-    /// The UTF-8 of an encoded string value (tag, varint length, bytes); nil when malformed.
-    private static func stringPayload(_ value: UnsafeRawBufferPointer) -> UnsafeRawBufferPointer? {
-        var reader = RecordFieldReader(UnsafeRawBufferPointer(rebasing: value[1...]))
-        return try? reader.readLengthPrefixedSlice("string")
     }
 }
