@@ -163,32 +163,44 @@ package enum HistoryCodec {
     }
 
     /// Appends an update operation (2): `old` and `new` are records of the changed attributes' values.
-    /// The bytes are put together in memory of its own and appended at once: an append to a
-    /// `ByteWriter` from here is a call to another module per byte.
+    /// The operation's numbers are put together on the stack and appended at once (an append
+    /// to a `ByteWriter` from here is a call to another module per byte); the value records
+    /// are appended as they are, not copied once more.
     static func appendUpdate(entityID: UInt32, id: UInt64, changed: UnsafeBufferPointer<UInt32>, old: UnsafeRawBufferPointer,
                              new: UnsafeRawBufferPointer, to writer: inout ByteWriter) {
-        let size = 1 + 3 * maximumVarintSize + maximumVarintSize * changed.count + 2 * maximumVarintSize + old.count + new.count
-        withUnsafeTemporaryAllocation(byteCount: size, alignment: 1) { bytes in
+        withUnsafeTemporaryAllocation(byteCount: 1 + 4 * maximumVarintSize + maximumVarintSize * changed.count, alignment: 1) { bytes in
             var end = 0
             bytes[end] = 2; end += 1
             put(UInt64(entityID), in: bytes, at: &end); put(id, in: bytes, at: &end)
             put(UInt64(changed.count), in: bytes, at: &end)
             for attribute in changed { put(UInt64(attribute), in: bytes, at: &end) }
-            put(old, in: bytes, at: &end)
-            put(new, in: bytes, at: &end)
+            put(UInt64(old.count), in: bytes, at: &end)
             writer.append(raw: UnsafeRawBufferPointer(rebasing: bytes[..<end]))
         }
+        writer.append(raw: old)
+        appendLengthPrefixed(new, to: &writer)
     }
 
     /// Appends a delete operation (3), as `appendUpdate` does.
     static func appendDelete(entityID: UInt32, id: UInt64, tombstone: UnsafeRawBufferPointer, to writer: inout ByteWriter) {
-        withUnsafeTemporaryAllocation(byteCount: 1 + 3 * maximumVarintSize + tombstone.count, alignment: 1) { bytes in
+        withUnsafeTemporaryAllocation(byteCount: 1 + 3 * maximumVarintSize, alignment: 1) { bytes in
             var end = 0
             bytes[end] = 3; end += 1
             put(UInt64(entityID), in: bytes, at: &end); put(id, in: bytes, at: &end)
-            put(tombstone, in: bytes, at: &end)
+            put(UInt64(tombstone.count), in: bytes, at: &end)
             writer.append(raw: UnsafeRawBufferPointer(rebasing: bytes[..<end]))
         }
+        writer.append(raw: tombstone)
+    }
+
+    /// Appends `value` length-prefixed, as `ByteWriter.appendLengthPrefixed` does.
+    private static func appendLengthPrefixed(_ value: UnsafeRawBufferPointer, to writer: inout ByteWriter) {
+        withUnsafeTemporaryAllocation(byteCount: maximumVarintSize, alignment: 1) { bytes in
+            var end = 0
+            put(UInt64(value.count), in: bytes, at: &end)
+            writer.append(raw: UnsafeRawBufferPointer(rebasing: bytes[..<end]))
+        }
+        writer.append(raw: value)
     }
 
     private static let maximumVarintSize = 10
@@ -204,15 +216,6 @@ package enum HistoryCodec {
         }
         bytes[end] = UInt8(rest)
         end += 1
-    }
-
-    /// Writes `value` length-prefixed, as `ByteWriter.appendLengthPrefixed` does.
-    @inline(__always)
-    private static func put(_ value: UnsafeRawBufferPointer, in bytes: UnsafeMutableRawBufferPointer, at end: inout Int) {
-        put(UInt64(value.count), in: bytes, at: &end)
-        guard let source = value.baseAddress, !value.isEmpty, let target = bytes.baseAddress else { return }
-        (target + end).copyMemory(from: source, byteCount: value.count)
-        end += value.count
     }
 
     static func append(_ operation: HistoryOperation, to writer: inout ByteWriter) {
