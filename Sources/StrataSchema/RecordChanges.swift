@@ -186,9 +186,9 @@ package final class RecordChanges {
 
         mutating func read(_ record: UnsafeRawBufferPointer) throws(FormatError) {
             count = 0
-            try RecordCodec.walkFields(record) { field in
+            try RecordCodec.walkFields(record) { id, start, span, end in
                 if count == capacity { grow() }
-                (fields + count).initialize(to: field)
+                (fields + count).initialize(to: RecordFieldBounds(id: id, start: start, end: end, tag: span.tag))
                 count += 1
             }
         }

@@ -37,12 +37,16 @@ extension RecordCodec {
     /// - Throws: as `decodeFields`; `fields` then holds the fields read before the bad one.
     package static func fieldBounds(_ buffer: UnsafeRawBufferPointer, into fields: inout [RecordFieldBounds]) throws(FormatError) {
         fields.removeAll(keepingCapacity: true)
-        try walkFields(buffer) { fields.append($0) }
+        try walkFields(buffer) { id, start, span, end in fields.append(RecordFieldBounds(id: id, start: start, end: end, tag: span.tag)) }
     }
 
-    /// The walk of ``fieldBounds(_:into:)``: `visit` is given each field in stored order.
+    /// The validating walk over a record's fields that typed decoding (`locateFields`) and
+    /// ``fieldBounds(_:into:)`` share: the checks and errors of ``decodeFields(_:)``, no value
+    /// built. `visit` is given each field in stored order: its attribute id, the offset of its
+    /// tag, where its payload is (`FieldSpan`) and the offset past it.
     @inline(__always)
-    static func walkFields(_ buffer: UnsafeRawBufferPointer, _ visit: (RecordFieldBounds) -> Void) throws(FormatError) {
+    static func walkFields(_ buffer: UnsafeRawBufferPointer,
+                           _ visit: (_ id: UInt32, _ start: Int, _ span: FieldSpan, _ end: Int) -> Void) throws(FormatError) {
         var reader = RecordFieldReader(buffer)
         let count = try reader.readHeader()
         var previous: UInt32?
@@ -52,7 +56,7 @@ extension RecordCodec {
             let start = reader.position
             let field = try reader.readFieldSpan(id: id)
             if field.tag == ValueTag.references.rawValue { holdsReferences = true }
-            visit(RecordFieldBounds(id: id, start: start, end: reader.position, tag: field.tag))
+            visit(id, start, field, reader.position)
             previous = id
         }
         guard reader.remaining == 0 else {
