@@ -57,20 +57,14 @@ package final class RecordChanges {
     // Unchecked: one thread at a time (see above), and touched for every field compared —
     // the dynamic exclusivity checks were a quarter of `compare`.
     /// Fields of the old (stored) and new (written) record.
-    @exclusivity(unchecked) private var before: FieldList
-    @exclusivity(unchecked) private var after: FieldList
+    @exclusivity(unchecked) private var before = ScratchList<RecordFieldBounds>()
+    @exclusivity(unchecked) private var after = ScratchList<RecordFieldBounds>()
     /// The changed property ids.
-    @exclusivity(unchecked) private var changed: UnsafeMutablePointer<UInt32>
-    @exclusivity(unchecked) private var changedCapacity = 16
-    @exclusivity(unchecked) private var changedCount = 0
+    @exclusivity(unchecked) private var changed = ScratchList<UInt32>()
     @exclusivity(unchecked) private var old = RecordBuilder()
     @exclusivity(unchecked) private var new = RecordBuilder()
 
-    package init() {
-        before = FieldList()
-        after = FieldList()
-        changed = .allocate(capacity: changedCapacity)
-    }
+    package init() {}
 
     deinit {
         before.deallocate()
@@ -81,7 +75,7 @@ package final class RecordChanges {
     }
 
     /// The ids of the properties that changed (ascending), as the last ``compare(stored:written:defaults:)`` found.
-    package var changedIDs: UnsafeBufferPointer<UInt32> { UnsafeBufferPointer(start: changed, count: changedCount) }
+    package var changedIDs: UnsafeBufferPointer<UInt32> { changed.elements }
     /// A record of the changed properties' old values (those that had one).
     package var oldValues: UnsafeRawBufferPointer { old.record }
     /// A record of the changed properties' new values (those that have one).
@@ -96,9 +90,9 @@ package final class RecordChanges {
     /// - Throws: `FormatError` as `RecordCodec.decodeFields` throws for either record, the
     ///   stored one checked first.
     package func compare(stored: UnsafeRawBufferPointer, written: UnsafeRawBufferPointer, defaults: RecordDefaults?) throws(FormatError) -> Bool {
-        try before.read(stored)
-        try after.read(written)
-        changedCount = 0
+        try Self.readFields(of: stored, into: &before)
+        try Self.readFields(of: written, into: &after)
+        changed.removeAll()
         old.removeAll()
         new.removeAll()
         var i = 0, j = 0, k = 0
@@ -131,13 +125,13 @@ package final class RecordChanges {
             case (let a?, let b?) where RecordCodec.encodedValuesEqual(a, b): continue
             default: break
             }
-            appendChanged(property)
+            changed.append(property)
             if let oldValue { old.append(property, oldValue) }
             if let newValue { new.append(property, newValue) }
         }
         old.finish()
         new.finish()
-        return changedCount > 0
+        return changed.count > 0
     }
 
     /// A record of the values of the properties `kept` (ascending) that record `stored` has
@@ -145,7 +139,7 @@ package final class RecordChanges {
     ///
     /// - Throws: `FormatError` as `RecordCodec.decodeFields` throws for `stored`.
     package func tombstone(stored: UnsafeRawBufferPointer, kept: [UInt32], defaults: RecordDefaults?) throws(FormatError) -> UnsafeRawBufferPointer {
-        try before.read(stored)
+        try Self.readFields(of: stored, into: &before)
         old.removeAll()
         var i = 0, k = 0
         for property in kept {
@@ -160,44 +154,45 @@ package final class RecordChanges {
         return old.record
     }
 
-    private func appendChanged(_ property: UInt32) {
-        if changedCount == changedCapacity {
-            let larger = UnsafeMutablePointer<UInt32>.allocate(capacity: changedCapacity * 2)
-            larger.moveInitialize(from: changed, count: changedCount)
-            changed.deallocate()
-            changed = larger
-            changedCapacity *= 2
+    /// Lists where `record`'s fields are (`RecordCodec.walkFields`: every check of decoding).
+    private static func readFields(of record: UnsafeRawBufferPointer, into fields: inout ScratchList<RecordFieldBounds>) throws(FormatError) {
+        fields.removeAll()
+        try RecordCodec.walkFields(record) { id, start, span, end in
+            fields.append(RecordFieldBounds(id: id, start: start, end: end, tag: span.tag))
         }
-        changed[changedCount] = property
-        changedCount += 1
     }
 
-    /// Where a record's fields are (`RecordCodec.walkFields`), in memory kept from record to record.
-    private struct FieldList {
-        private var fields: UnsafeMutablePointer<RecordFieldBounds>
+    /// A list of plain values (no references, nothing to deinitialize) in memory kept from use
+    /// to use: an append checks the room left, with no uniqueness check or reference counting
+    /// (as `RecordScratch` for bytes). Freed by its owner (`deallocate()`).
+    private struct ScratchList<Element> {
+        private var base: UnsafeMutablePointer<Element>
         private var capacity = 16
         private(set) var count = 0
 
-        init() { fields = .allocate(capacity: capacity) }
+        init() { base = .allocate(capacity: capacity) }
 
-        func deallocate() { fields.deallocate() }
+        func deallocate() { base.deallocate() }
 
-        subscript(index: Int) -> RecordFieldBounds { fields[index] }
+        subscript(index: Int) -> Element { base[index] }
 
-        mutating func read(_ record: UnsafeRawBufferPointer) throws(FormatError) {
-            count = 0
-            try RecordCodec.walkFields(record) { id, start, span, end in
-                if count == capacity { grow() }
-                (fields + count).initialize(to: RecordFieldBounds(id: id, start: start, end: end, tag: span.tag))
-                count += 1
-            }
+        /// The elements appended, valid until the next change.
+        var elements: UnsafeBufferPointer<Element> { UnsafeBufferPointer(start: base, count: count) }
+
+        mutating func removeAll() { count = 0 }
+
+        @inline(__always)
+        mutating func append(_ element: Element) {
+            if count == capacity { grow() }
+            (base + count).initialize(to: element)
+            count += 1
         }
 
         private mutating func grow() {
-            let larger = UnsafeMutablePointer<RecordFieldBounds>.allocate(capacity: capacity * 2)
-            larger.moveInitialize(from: fields, count: count)
-            fields.deallocate()
-            fields = larger
+            let larger = UnsafeMutablePointer<Element>.allocate(capacity: capacity * 2)
+            larger.moveInitialize(from: base, count: count)
+            base.deallocate()
+            base = larger
             capacity *= 2
         }
     }
