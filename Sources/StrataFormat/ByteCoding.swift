@@ -36,6 +36,9 @@ package struct ByteWriter {
     /// Appends `other` (a concrete overload, for the reason given at `append(_: UInt8)`).
     package mutating func append(bytes other: [UInt8]) { bytes.append(contentsOf: other) }
 
+    /// Appends raw bytes (a concrete overload, for the reason given at `append(_: UInt8)`).
+    package mutating func append(raw: UnsafeRawBufferPointer) { bytes.append(contentsOf: raw) }
+
     package mutating func appendZeros(_ count: Int) { bytes.append(contentsOf: repeatElement(0, count: count)) }
 
     /// Overwrites a little-endian integer at an absolute position already written.
@@ -46,6 +49,9 @@ package struct ByteWriter {
     }
 
     package var count: Int { bytes.count }
+
+    /// Empties the writer, keeping its capacity for what is written next.
+    package mutating func removeAll() { bytes.removeAll(keepingCapacity: true) }
 }
 
 /// Reads little-endian fixed-width integers from a byte buffer, bounds-checked: reading

@@ -162,19 +162,74 @@ package enum HistoryCodec {
         return UInt32(value)
     }
 
+    /// Appends an update operation (2): `old` and `new` are records of the changed attributes' values.
+    /// The operation's numbers are put together on the stack and appended at once (an append
+    /// to a `ByteWriter` from here is a call to another module per byte); the value records
+    /// are appended as they are, not copied once more.
+    static func appendUpdate(entityID: UInt32, id: UInt64, changed: UnsafeBufferPointer<UInt32>, old: UnsafeRawBufferPointer,
+                             new: UnsafeRawBufferPointer, to writer: inout ByteWriter) {
+        withUnsafeTemporaryAllocation(byteCount: 1 + 4 * maximumVarintSize + maximumVarintSize * changed.count, alignment: 1) { bytes in
+            var end = 0
+            bytes[end] = 2; end += 1
+            put(UInt64(entityID), in: bytes, at: &end); put(id, in: bytes, at: &end)
+            put(UInt64(changed.count), in: bytes, at: &end)
+            for attribute in changed { put(UInt64(attribute), in: bytes, at: &end) }
+            put(UInt64(old.count), in: bytes, at: &end)
+            writer.append(raw: UnsafeRawBufferPointer(rebasing: bytes[..<end]))
+        }
+        writer.append(raw: old)
+        appendLengthPrefixed(new, to: &writer)
+    }
+
+    /// Appends a delete operation (3), as `appendUpdate` does.
+    static func appendDelete(entityID: UInt32, id: UInt64, tombstone: UnsafeRawBufferPointer, to writer: inout ByteWriter) {
+        withUnsafeTemporaryAllocation(byteCount: 1 + 3 * maximumVarintSize, alignment: 1) { bytes in
+            var end = 0
+            bytes[end] = 3; end += 1
+            put(UInt64(entityID), in: bytes, at: &end); put(id, in: bytes, at: &end)
+            put(UInt64(tombstone.count), in: bytes, at: &end)
+            writer.append(raw: UnsafeRawBufferPointer(rebasing: bytes[..<end]))
+        }
+        writer.append(raw: tombstone)
+    }
+
+    /// Appends `value` length-prefixed, as `ByteWriter.appendLengthPrefixed` does.
+    private static func appendLengthPrefixed(_ value: UnsafeRawBufferPointer, to writer: inout ByteWriter) {
+        withUnsafeTemporaryAllocation(byteCount: maximumVarintSize, alignment: 1) { bytes in
+            var end = 0
+            put(UInt64(value.count), in: bytes, at: &end)
+            writer.append(raw: UnsafeRawBufferPointer(rebasing: bytes[..<end]))
+        }
+        writer.append(raw: value)
+    }
+
+    private static let maximumVarintSize = 10
+
+    /// Writes `value` as `ByteWriter.appendVarint` does at `end`, and moves `end` past it.
+    @inline(__always)
+    private static func put(_ value: UInt64, in bytes: UnsafeMutableRawBufferPointer, at end: inout Int) {
+        var rest = value
+        while rest >= 0x80 {
+            bytes[end] = UInt8(truncatingIfNeeded: rest) | 0x80
+            end += 1
+            rest >>= 7
+        }
+        bytes[end] = UInt8(rest)
+        end += 1
+    }
+
     static func append(_ operation: HistoryOperation, to writer: inout ByteWriter) {
         switch operation {
         case .insert(let entity, let first, let count):
             writer.append(UInt8(1)); writer.appendVarint(UInt64(entity)); writer.appendVarint(first); writer.appendVarint(count)
         case .update(let entity, let id, let changed, let old, let new):
-            writer.append(UInt8(2)); writer.appendVarint(UInt64(entity)); writer.appendVarint(id)
-            writer.appendVarint(UInt64(changed.count))
-            for attribute in changed { writer.appendVarint(UInt64(attribute)) }
-            writer.appendLengthPrefixed(old)
-            writer.appendLengthPrefixed(new)
+            changed.withUnsafeBufferPointer { changed in
+                old.withUnsafeBytes { old in
+                    new.withUnsafeBytes { new in appendUpdate(entityID: entity, id: id, changed: changed, old: old, new: new, to: &writer) }
+                }
+            }
         case .delete(let entity, let id, let tombstone):
-            writer.append(UInt8(3)); writer.appendVarint(UInt64(entity)); writer.appendVarint(id)
-            writer.appendLengthPrefixed(tombstone)
+            tombstone.withUnsafeBytes { appendDelete(entityID: entity, id: id, tombstone: $0, to: &writer) }
         case .migration(let entity, let inserted, let updated, let deleted):
             writer.append(UInt8(4)); writer.appendVarint(UInt64(entity))
             writer.appendVarint(inserted); writer.appendVarint(updated); writer.appendVarint(deleted)
@@ -196,7 +251,7 @@ package final class HistoryRecorder {
     /// Who made the change (`Context.author`); nil: nobody named.
     package var author: String?
     /// Per entity, the attribute ids whose values a delete keeps (`preserveValueOnDeletion`).
-    package var tombstoneAttributes: [UInt32: Set<UInt32>] = [:]
+    package var tombstoneAttributes: [UInt32: Set<UInt32>] = [:] { didSet { sortedTombstoneAttributes.removeAll(); lastKept = nil } }
     /// Record per entity how many records changed instead of each change (migrations).
     @exclusivity(unchecked) package var summarizes = false
     /// While summarizing: per entity, the first id of the records an earlier transaction of
@@ -213,10 +268,24 @@ package final class HistoryRecorder {
     /// unchanged changes nothing — and a property the version does not have (a removed
     /// attribute still in old records' bytes) is no change. Entities not listed are compared
     /// field by field as stored.
-    package var visibleProperties: [UInt32: [UInt32: Value]] = [:]
+    package var visibleProperties: [UInt32: [UInt32: Value]] = [:] { didSet { encodedVisibleProperties.removeAll(); lastVisible = nil } }
 
     let tree: RecordTreeWriter
-    private var buffer = ByteWriter(capacity: 256)
+    /// The part being filled; room for a whole part, kept from part to part. (Unchecked, as
+    /// the other fields every change touches: the transaction's thread only.)
+    @exclusivity(unchecked) private var buffer = ByteWriter(capacity: HistoryCodec.partTarget + 256)
+    /// Compares records and builds the value records of updates and tombstones from their
+    /// bytes, reusing its memory.
+    private let changes = RecordChanges()
+    /// `visibleProperties` per entity in the form `changes` reads, made at first use.
+    private var encodedVisibleProperties: [UInt32: RecordDefaults] = [:]
+    /// The entity asked for last and its `encodedVisibleProperties` (a transaction changes
+    /// records of one entity in a row).
+    @exclusivity(unchecked) private var lastVisible: (entityID: UInt32, defaults: RecordDefaults?)?
+    /// `tombstoneAttributes` per entity, ascending, made at first use.
+    private var sortedTombstoneAttributes: [UInt32: [UInt32]] = [:]
+    /// The entity asked for last and its `sortedTombstoneAttributes`.
+    @exclusivity(unchecked) private var lastKept: (entityID: UInt32, attributes: [UInt32])?
     /// Parts written so far (the next part's number).
     private(set) var partsWritten: UInt64 = 0
     // Unchecked: the transaction's thread only, and changed on every insert journaled.
@@ -228,7 +297,7 @@ package final class HistoryRecorder {
     @exclusivity(unchecked) private var updates: (entityID: UInt32, firstInserted: UInt64, count: UInt64)?
     /// Per entity, deletes of records `insertedEarlier` names (while summarizing).
     private var retracted: [UInt32: UInt64] = [:]
-    private var hasOperations = false
+    @exclusivity(unchecked) private var hasOperations = false
     /// Bytes of the parts written so far.
     private(set) var bytesWritten: UInt64 = 0
 
@@ -281,66 +350,67 @@ package final class HistoryRecorder {
         if let first = updates?.firstInserted, id < first { updates?.count += 1 }
     }
 
-    func recordUpdate(entityID: UInt32, id: UInt64, old: [UInt8], new: [UInt8]) throws {
-        guard old != new else { return }
+    /// Record `id` is being updated from `old` to `new` (its whole stored and written bytes):
+    /// journals the properties whose value as the app reads it changes (`visibleProperties`),
+    /// with their old and new values — nothing when none does.
+    func recordUpdate(entityID: UInt32, id: UInt64, old: UnsafeRawBufferPointer, new: UnsafeRawBufferPointer) throws {
+        guard old.count != new.count || !old.elementsEqual(new) else { return }
         if summarizes { return recordSummarizedUpdate(entityID: entityID, id: id) }
-        let before: [(id: UInt32, value: Value)], after: [(id: UInt32, value: Value)]
+        let changed: Bool
         do {
-            before = try RecordCodec.decodeFields(old)
-            after = try RecordCodec.decodeFields(new)
+            changed = try changes.compare(stored: old, written: new, defaults: visible(entityID))
         } catch {
             throw RecordTreeError.invalidRecord(entityID: entityID, recordID: id, reason: error.reason)
         }
-        let visible = visibleProperties[entityID]
-        var changed: [UInt32] = [], oldFields: [(id: UInt32, value: Value)] = [], newFields: [(id: UInt32, value: Value)] = []
-        /// Compares one property's stored values (nil: absent) as a read sees them.
-        func compare(_ id: UInt32, _ stored: Value?, _ written: Value?) {
-            var oldValue = stored ?? .null, newValue = written ?? .null
-            if let visible {
-                guard let absent = visible[id] else { return }  // not a property of the app's version
-                if stored == nil { oldValue = absent }
-                if written == nil { newValue = absent }
-            }
-            guard oldValue != newValue else { return }
-            changed.append(id)
-            if !oldValue.isNull { oldFields.append((id, oldValue)) }
-            if !newValue.isNull { newFields.append((id, newValue)) }
-        }
-        var i = 0, j = 0
-        while i < before.count || j < after.count {
-            if j == after.count || (i < before.count && before[i].id < after[j].id) {
-                compare(before[i].id, before[i].value, nil); i += 1
-            } else if i == before.count || after[j].id < before[i].id {
-                compare(after[j].id, nil, after[j].value); j += 1
-            } else {
-                compare(before[i].id, before[i].value, after[j].value); i += 1; j += 1
-            }
-        }
-        guard !changed.isEmpty else { return }
-        try append(.update(entityID: entityID, id: id, changed: changed,
-                           old: RecordCodec.encode(fields: oldFields), new: RecordCodec.encode(fields: newFields)))
+        guard changed else { return }
+        try flushRun()
+        if buffer.bytes.isEmpty { startPart() }
+        HistoryCodec.appendUpdate(entityID: entityID, id: id, changed: changes.changedIDs, old: changes.oldValues,
+                                  new: changes.newValues, to: &buffer)
+        try operationWritten()
     }
 
-    func recordDelete(entityID: UInt32, id: UInt64, old: [UInt8]) throws {
+    /// Record `id`, stored as `old`, is being deleted: journals the delete with its tombstone
+    /// (the values of the attributes `tombstoneAttributes` names, as a read gives them).
+    func recordDelete(entityID: UInt32, id: UInt64, old: UnsafeRawBufferPointer) throws {
         if summarizes {
             if insertedEarlier(entityID, id) { retracted[entityID, default: 0] += 1 } else { summary[entityID, default: (0, 0, 0)].deleted += 1 }
             return
         }
-        var tombstone: [UInt8] = []
-        if let kept = tombstoneAttributes[entityID], !kept.isEmpty {
+        let kept = kept(entityID)
+        var tombstone = UnsafeRawBufferPointer(start: nil, count: 0)
+        if !kept.isEmpty {
             do {
-                // The kept attributes' values as a read gives them (see `visibleProperties`).
-                let stored = Dictionary(try RecordCodec.decodeFields(old).map { ($0.id, $0.value) }, uniquingKeysWith: { first, _ in first })
-                let visible = visibleProperties[entityID]
-                tombstone = RecordCodec.encode(fields: kept.sorted().compactMap { id in
-                    guard let value = stored[id] ?? visible?[id], !value.isNull else { return nil }
-                    return (id: id, value: value)
-                })
+                tombstone = try changes.tombstone(stored: old, kept: kept, defaults: visible(entityID))
             } catch {
                 throw RecordTreeError.invalidRecord(entityID: entityID, recordID: id, reason: error.reason)
             }
         }
-        try append(.delete(entityID: entityID, id: id, tombstone: tombstone))
+        try flushRun()
+        if buffer.bytes.isEmpty { startPart() }
+        HistoryCodec.appendDelete(entityID: entityID, id: id, tombstone: tombstone, to: &buffer)
+        try operationWritten()
+    }
+
+    /// `visibleProperties[entityID]` as `changes` reads it.
+    private func visible(_ entityID: UInt32) -> RecordDefaults? {
+        if let lastVisible, lastVisible.entityID == entityID { return lastVisible.defaults }
+        var defaults = encodedVisibleProperties[entityID]
+        if defaults == nil, let properties = visibleProperties[entityID] {
+            defaults = RecordDefaults(properties)
+            encodedVisibleProperties[entityID] = defaults
+        }
+        lastVisible = (entityID, defaults)
+        return defaults
+    }
+
+    /// `tombstoneAttributes[entityID]`, ascending.
+    private func kept(_ entityID: UInt32) -> [UInt32] {
+        if let lastKept, lastKept.entityID == entityID { return lastKept.attributes }
+        let sorted = sortedTombstoneAttributes[entityID] ?? tombstoneAttributes[entityID]?.sorted() ?? []
+        sortedTombstoneAttributes[entityID] = sorted
+        lastKept = (entityID, sorted)
+        return sorted
     }
 
     /// Records that a migration changed these records of an entity.
@@ -376,6 +446,12 @@ package final class HistoryRecorder {
         if buffer.bytes.count >= HistoryCodec.partTarget { try writePart() }
     }
 
+    /// After an operation was appended to the part: writes the part once it is full.
+    private func operationWritten() throws {
+        hasOperations = true
+        if buffer.bytes.count >= HistoryCodec.partTarget { try writePart() }
+    }
+
     private func startPart() {
         buffer.append(HistoryCodec.version)
         buffer.append(UInt8(0))
@@ -398,7 +474,7 @@ package final class HistoryRecorder {
         try tree.insert(HistoryRoot.key(token: token, part: partsWritten), bytes: buffer.bytes)
         bytesWritten += UInt64(buffer.bytes.count)
         partsWritten += 1
-        buffer = ByteWriter(capacity: 256)
+        buffer.removeAll()
     }
 
     /// Writes what is left of the entry (nothing when the transaction changed no record).

@@ -133,6 +133,13 @@ extension RecordTreeWriter {
         return bytes
     }
 
+    /// Calls `body` with record `index` of `leaf`: its bytes where they lie in the leaf, or
+    /// assembled from its overflow pages.
+    func withStoredBytes<Result>(_ leaf: LeafNode, _ index: Int, _ body: (UnsafeRawBufferPointer) throws -> Result) throws -> Result {
+        guard leaf.isOverflow(index) else { return try leaf.bytes(index).withUnsafeBytes(body) }
+        return try materialize(leaf, index).withUnsafeBytes(body)
+    }
+
     func materialize(_ leaf: LeafNode, _ index: Int) throws -> [UInt8] {
         guard leaf.isOverflow(index) else { return Array(leaf.bytes(index)) }
         let reference = try Array(leaf.bytes(index)).withUnsafeBytes { try OverflowReference.decode($0) }

@@ -107,7 +107,7 @@ package final class RecordTreeWriter {
         var (path, leafID, leaf, _) = try findLeaf(id)
         let (found, index) = leaf.node.search(id)
         guard found else { return false }
-        if let journal { try journal.recordDelete(entityID: entityID, id: id, old: try materialize(leaf.node, index)) }
+        if let journal { try withStoredBytes(leaf.node, index) { try journal.recordDelete(entityID: entityID, id: id, old: $0) } }
         if leaf.node.isOverflow(index) { try freeOverflow(leaf.node, index) }
         leaf.node.remove(at: index)
         root.count -= 1
@@ -225,14 +225,26 @@ package final class RecordTreeWriter {
                     try journal.recordInsert(entityID: entityID, id: id)
                 }
                 return try stored.withUnsafeBytes { try place(id, stored: $0, overflow: true, mustExist: mustExist, mustNotExist: false) }
-            } else if root.rootPageID != 0, !mustNotExist, let old = try get(id) {
-                try journal.recordUpdate(entityID: entityID, id: id, old: old, new: bytes)
+            } else if root.rootPageID != 0, !mustNotExist, try journalUpdate(id, to: bytes, in: journal) {
+                // Journaled as an update.
             } else if !mustExist {
                 try journal.recordInsert(entityID: entityID, id: id)
             }
         }
         let (stored, overflow) = try storedForm(bytes)
         return try stored.withUnsafeBytes { try place(id, stored: $0, overflow: overflow, mustExist: mustExist, mustNotExist: mustNotExist) }
+    }
+
+    /// Tells `journal` of the update of record `id` to `bytes`, the stored record read where it
+    /// lies (copied only when it overflows); false, telling nothing, when there is no record `id`.
+    private func journalUpdate(_ id: UInt64, to bytes: [UInt8], in journal: HistoryRecorder) throws -> Bool {
+        let (_, _, leaf, _) = try findLeaf(id)
+        let (found, index) = leaf.node.search(id)
+        guard found else { return false }
+        try withStoredBytes(leaf.node, index) { old in
+            try bytes.withUnsafeBytes { try journal.recordUpdate(entityID: entityID, id: id, old: old, new: $0) }
+        }
+        return true
     }
 
     /// Inserts a new record from bytes the caller keeps (an encoding session's): as

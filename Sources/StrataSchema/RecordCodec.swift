@@ -114,25 +114,11 @@ package enum RecordCodec {
     ///
     /// - Parameter ids: ascending attribute ids; `fields` has room for `ids.count` spans.
     static func locateFields(_ buffer: UnsafeRawBufferPointer, ids: [UInt32], into fields: UnsafeMutablePointer<FieldSpan>) throws(FormatError) {
-        var reader = RecordFieldReader(buffer)
-        let count = try reader.readHeader()
-        var previous: UInt32?
-        var holdsReferences = false
         var position = 0
-        for _ in 0..<count {
-            let id = try reader.readAttributeID(after: previous)
-            let field = try reader.readFieldSpan(id: id)
-            if field.tag == ValueTag.references.rawValue { holdsReferences = true }
+        try walkFields(buffer) { id, _, field, _ in
             // Both ascending by id: one merge walk.
             while position < ids.count && ids[position] < id { position += 1 }
             if position < ids.count && ids[position] == id { fields[position] = field }
-            previous = id
-        }
-        guard reader.remaining == 0 else {
-            throw FormatError("\(reader.remaining) bytes after the last field of the record", at: reader.position)
-        }
-        guard holdsReferences || reader.format < referencesFormat else {
-            throw FormatError("a record of format \(reader.format) holds no references; it must be written in format \(baseFormat)", at: 0)
         }
     }
 

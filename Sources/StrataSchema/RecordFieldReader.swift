@@ -162,8 +162,8 @@ struct RecordFieldReader {
         return try readFieldSpanCarefully(id: id)
     }
 
-    /// The common fields, read by a few comparisons: a tag other than references and, for a
-    /// varint or a length, one byte. Anything else — every malformed field included — gives nil
+    /// The common fields, read by a few comparisons: a tag other than references, an integer
+    /// of up to nine bytes and, for a length, one byte. Anything else — every malformed field included — gives nil
     /// with the position unchanged, and `readFieldSpanCarefully` reads the field again and
     /// reports what is wrong, so there is one source of errors. (Reading every field carefully
     /// made the validating pass ~40 % dearer.)
@@ -177,9 +177,20 @@ struct RecordFieldReader {
             position = payload
             return FieldSpan(tag: tag, bits: 0, count: 0)
         case ValueTag.int.rawValue:
-            guard payload < base.count, base[payload] < 0x80 else { return nil }
-            let raw = UInt64(base[payload])
-            position = payload + 1
+            // Up to nine bytes (63 bits) in shortest form; anything else is read carefully.
+            var index = payload, raw: UInt64 = 0, shift: UInt64 = 0
+            while true {
+                guard index < base.count, shift < 63 else { return nil }
+                let byte = base[index]
+                raw |= UInt64(byte & 0x7F) << shift
+                index += 1
+                if byte < 0x80 {
+                    guard byte != 0 || shift == 0 else { return nil }
+                    break
+                }
+                shift += 7
+            }
+            position = index
             return FieldSpan(tag: tag, bits: (raw >> 1) ^ (0 &- (raw & 1)), count: 0)
         case ValueTag.double.rawValue, ValueTag.date.rawValue:
             guard base.count - payload >= 8 else { return nil }

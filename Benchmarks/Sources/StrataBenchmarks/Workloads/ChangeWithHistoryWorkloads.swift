@@ -16,6 +16,10 @@ import Strata
 /// Afterwards the last store of each side and shape is checked in a process of its own: the
 /// items' values (every 97th and the last), and the journal — the changes of every item in
 /// order, the sampled ones' values, none with the journal off.
+///
+/// Parts `profile-journal-{on,off}-{one,batched}` run one side of one shape alone (store built,
+/// then changed), for a profiler: `--run-part update-with-history:profile-journal-on-one --workdir DIR`;
+/// `timeChanges` is the function to collect in.
 enum ChangeWithHistoryWorkloads {
     /// What the workload does to every item.
     enum Change: String, Sendable {
@@ -47,6 +51,15 @@ enum ChangeWithHistoryWorkloads {
                 parts["verify-\(storeName(shape.name, history: history))"] = { context in
                     try verify(context, change: change, store: storeName(shape.name, history: history), history: history,
                                writes: itemCount / shape.itemsPerWrite)
+                }
+                // One side of one shape alone, for a profiler (perf, callgrind): the store built,
+                // then changed as a timed run changes it. Not run by the workload itself.
+                parts["profile-\(storeName(shape.name, history: history))"] = { context in
+                    let path = context.path(storeName(shape.name, history: history))
+                    try? FileManager.default.removeItem(atPath: path)
+                    try JournaledItemStore.create(at: path, count: itemCount, history: history)
+                    let seconds = try timeChanges(change, at: path, history: history, itemsPerWrite: shape.itemsPerWrite)
+                    return .object([("seconds", .double(seconds))])
                 }
             }
         }

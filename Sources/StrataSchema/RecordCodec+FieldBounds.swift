@@ -1,0 +1,109 @@
+import StrataFormat
+
+/// One field of a record as it is stored: its attribute id and where its value — the tag and
+/// the payload, what `Value.append(to:)` writes — lies in the record's bytes. Plain offsets,
+/// valid for the buffer ``RecordCodec/fieldBounds(_:into:)`` read them from.
+package struct RecordFieldBounds: Equatable, Sendable {
+    /// The attribute id.
+    package var id: UInt32
+    /// The offset of the value's tag.
+    package var start: Int
+    /// The offset just past the value's payload.
+    package var end: Int
+    /// The value's tag (a ``ValueTag`` raw value, never null).
+    package var tag: UInt8
+
+    /// A field whose value (tag and payload) is `record[start..<end]`.
+    package init(id: UInt32, start: Int, end: Int, tag: UInt8) {
+        self.id = id
+        self.start = start
+        self.end = end
+        self.tag = tag
+    }
+
+    /// The value's bytes (tag and payload) in `record`, the buffer the field was read from.
+    @inline(__always)
+    package func value(in record: UnsafeRawBufferPointer) -> UnsafeRawBufferPointer {
+        UnsafeRawBufferPointer(rebasing: record[start..<end])
+    }
+}
+
+extension RecordCodec {
+    /// Checks a record as ``decodeFields(_:)`` does — the same checks, the same errors — and
+    /// lists where its fields are instead of building their values: `fields` is emptied
+    /// (keeping its capacity, so a caller reuses one array from record to record) and filled
+    /// in stored order, attribute ids strictly increasing.
+    ///
+    /// - Throws: as `decodeFields`; `fields` then holds the fields read before the bad one.
+    package static func fieldBounds(_ buffer: UnsafeRawBufferPointer, into fields: inout [RecordFieldBounds]) throws(FormatError) {
+        fields.removeAll(keepingCapacity: true)
+        try walkFields(buffer) { id, start, span, end in fields.append(RecordFieldBounds(id: id, start: start, end: end, tag: span.tag)) }
+    }
+
+    /// The validating walk over a record's fields that typed decoding (`locateFields`) and
+    /// ``fieldBounds(_:into:)`` share: the checks and errors of ``decodeFields(_:)``, no value
+    /// built. `visit` is given each field in stored order: its attribute id, the offset of its
+    /// tag, where its payload is (`FieldSpan`) and the offset past it.
+    @inline(__always)
+    static func walkFields(_ buffer: UnsafeRawBufferPointer,
+                           _ visit: (_ id: UInt32, _ start: Int, _ span: FieldSpan, _ end: Int) -> Void) throws(FormatError) {
+        var reader = RecordFieldReader(buffer)
+        let count = try reader.readHeader()
+        var previous: UInt32?
+        var holdsReferences = false
+        for _ in 0..<count {
+            let id = try reader.readAttributeID(after: previous)
+            let start = reader.position
+            let field = try reader.readFieldSpan(id: id)
+            if field.tag == ValueTag.references.rawValue { holdsReferences = true }
+            visit(id, start, field, reader.position)
+            previous = id
+        }
+        guard reader.remaining == 0 else {
+            throw FormatError("\(reader.remaining) bytes after the last field of the record", at: reader.position)
+        }
+        guard holdsReferences || reader.format < referencesFormat else {
+            throw FormatError("a record of format \(reader.format) holds no references; it must be written in format \(baseFormat)", at: 0)
+        }
+    }
+
+    /// Whether two encoded values (tag and payload each, as a record or `Value.append(to:)`
+    /// holds them, already checked) are equal as ``Value``s are: equal bytes, or two strings
+    /// that Swift compares equal (canonically equivalent, spelled differently). Every other
+    /// kind is stored canonically, so its bytes are equal exactly when its values are; two
+    /// ASCII strings are canonically equivalent only when identical, so no `String` is made
+    /// for them.
+    package static func encodedValuesEqual(_ lhs: UnsafeRawBufferPointer, _ rhs: UnsafeRawBufferPointer) -> Bool {
+        if lhs.count == rhs.count, bytesEqual(lhs, rhs) { return true }
+        guard lhs.count > 1, rhs.count > 1, lhs[0] == ValueTag.string.rawValue, rhs[0] == lhs[0] else { return false }
+        let left = stringPayload(lhs), right = stringPayload(rhs)
+        if RecordFieldReader.isASCII(left) && RecordFieldReader.isASCII(right) { return false }
+        return String(decoding: left, as: UTF8.self) == String(decoding: right, as: UTF8.self)
+    }
+
+    /// The UTF-8 of an encoded string value (tag, varint length, bytes) already checked: what
+    /// follows the length.
+    @inline(__always)
+    private static func stringPayload(_ value: UnsafeRawBufferPointer) -> UnsafeBufferPointer<UInt8> {
+        var start = 1
+        while start < value.count && value[start] >= 0x80 { start += 1 }
+        return UnsafeRawBufferPointer(rebasing: value[min(start + 1, value.count)...]).bindMemory(to: UInt8.self)
+    }
+
+    /// Whether two buffers of the same length hold the same bytes, compared eight at a time.
+    @inline(__always)
+    private static func bytesEqual(_ lhs: UnsafeRawBufferPointer, _ rhs: UnsafeRawBufferPointer) -> Bool {
+        var index = 0
+        while index + 8 <= lhs.count {
+            guard lhs.loadUnaligned(fromByteOffset: index, as: UInt64.self) == rhs.loadUnaligned(fromByteOffset: index, as: UInt64.self) else {
+                return false
+            }
+            index += 8
+        }
+        while index < lhs.count {
+            guard lhs[index] == rhs[index] else { return false }
+            index += 1
+        }
+        return true
+    }
+}
