@@ -17,7 +17,7 @@ extension RecordCodec {
             let id = try reader.readAttributeID(after: previous)
             if id > attributeID { return .null }
             if id == attributeID { return try reader.readFieldValue(id: id) }
-            try reader.skipPayload(of: try reader.readFieldTag(id: id), "value of attribute \(id)")
+            try reader.skipPayload(of: try reader.readFieldTag(id: id), id: id)
             previous = id
         }
         return .null

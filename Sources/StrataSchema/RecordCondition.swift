@@ -148,7 +148,7 @@ package indirect enum RecordCondition: Sendable, Equatable {
             guard let fieldID = try? reader.readAttributeID(after: previous) else { return .needsMore }
             if fieldID > largest { break }
             guard let tag = try? reader.readFieldTag(id: fieldID),
-                  (try? reader.skipPayload(of: tag, "value of attribute \(fieldID)")) != nil else { return .needsMore }
+                  (try? reader.skipPayload(of: tag, id: fieldID)) != nil else { return .needsMore }
             previous = fieldID
         }
         return .decided(evaluate(prefix, recordLength: recordLength))
@@ -186,7 +186,7 @@ enum StoredField {
             if fieldID > id { return .absent }
             guard let tag = try? reader.readFieldTag(id: fieldID) else { return nil }
             let start = reader.position
-            guard (try? reader.skipPayload(of: tag, "value of attribute \(fieldID)")) != nil else { return nil }
+            guard (try? reader.skipPayload(of: tag, id: fieldID)) != nil else { return nil }
             if fieldID == id {
                 return .present(tag: tag, payload: UnsafeRawBufferPointer(rebasing: bytes[start..<reader.position]))
             }

@@ -82,11 +82,18 @@ struct RecordFieldReader {
     /// A varint checked against `maximum` before any use as a size or index.
     ///
     /// - Throws: `FormatError` when the varint is invalid or larger than `maximum`.
+    @inline(__always)
     mutating func readVarint(atMost maximum: Int, _ what: @autoclosure () -> String) throws(FormatError) -> Int {
         let start = position
         let value = try readVarint(what())
-        guard value <= UInt64(max(0, maximum)) else { throw FormatError("\(what()) \(value) exceeds the limit \(maximum)", at: start) }
+        guard value <= UInt64(max(0, maximum)) else { throw Self.exceeds(what(), value, maximum, at: start) }
         return Int(value)
+    }
+
+    // Errors are made out of line, so the paths that inline the reads stay small.
+    @inline(never)
+    private static func exceeds(_ what: String, _ value: UInt64, _ maximum: Int, at offset: Int) -> FormatError {
+        FormatError("\(what) \(value) exceeds the limit \(maximum)", at: offset)
     }
 
     /// A zigzag varint: 0, 1, 2, 3, … read as 0, -1, 1, -2, ….
@@ -97,6 +104,7 @@ struct RecordFieldReader {
     }
 
     /// The bytes of a length-prefixed payload (a varint length, then the bytes), in place.
+    @inline(__always)
     mutating func readLengthPrefixedSlice(_ what: @autoclosure () -> String) throws(FormatError) -> UnsafeRawBufferPointer {
         // The limit is the bytes left *before* the length: a length one too large passes it
         // and fails as truncated bytes (the error the format has always given).
@@ -128,13 +136,17 @@ struct RecordFieldReader {
     ///
     /// - Throws: `FormatError` for a format byte of 0, or above `RecordCodec.formatVersion`
     ///   (`unsupportedVersion` set), or an invalid or too large count.
+    @inline(__always)
     mutating func readHeader(recordLength: Int? = nil) throws(FormatError) -> Int {
         format = try readByte("record format byte")
-        guard format != 0 else { throw FormatError("record format byte 0 is invalid", at: 0) }
-        guard format <= RecordCodec.formatVersion else {
-            throw FormatError("record format \(format) is newer than \(RecordCodec.formatVersion)", at: 0, unsupportedVersion: UInt16(format))
-        }
+        guard format != 0, format <= RecordCodec.formatVersion else { throw Self.invalidFormat(format) }
         return try readVarint(atMost: ((recordLength ?? base.count) - position) / 2, "record field count")
+    }
+
+    @inline(never)
+    private static func invalidFormat(_ format: UInt8) -> FormatError {
+        format == 0 ? FormatError("record format byte 0 is invalid", at: 0)
+            : FormatError("record format \(format) is newer than \(RecordCodec.formatVersion)", at: 0, unsupportedVersion: UInt16(format))
     }
 
     /// A field's attribute id, which must be greater than the previous one and fit 32 bits.
@@ -202,23 +214,44 @@ struct RecordFieldReader {
         }
     }
 
-    /// Moves past the payload of a field whose tag was read, without building its value: a
-    /// string's bytes are not checked to be UTF-8, and a references value's ids are read
-    /// (each a valid varint) but not checked to be ≥ 1 and distinct. The walk of a field
-    /// lookup, which checks only what it reads; decoding checks everything.
+    /// Moves past the payload of the field `id`, whose tag was read, without building its
+    /// value: a string's bytes are not checked to be UTF-8, and a references value's ids are
+    /// read (each a valid varint) but not checked to be ≥ 1 and distinct. The walk of a field
+    /// lookup and of the predicates' pre-filter, which check only what they read; decoding
+    /// checks everything.
     ///
     /// - Throws: `FormatError` for a payload running past the end or an invalid varint.
     @inline(__always)
-    mutating func skipPayload(of tag: ValueTag, _ what: @autoclosure () -> String) throws(FormatError) {
+    mutating func skipPayload(of tag: ValueTag, id: UInt32) throws(FormatError) {
+        // The common payloads by a few comparisons (a one-byte varint or length, within the
+        // bytes); anything else, every malformed payload included, is skipped carefully from
+        // the same position, so there is one source of errors.
+        let size: Int
         switch tag {
         case .null, .false, .true: return
-        case .int: _ = try readVarint(what())
-        case .double, .date: try skip(8, what())
-        case .uuid: try skip(16, what())
-        case .string, .data, .codable: _ = try readLengthPrefixedSlice(what())
+        case .double, .date: size = 8
+        case .uuid: size = 16
+        case .int, .string, .data, .codable:
+            guard position < base.count, base[position] < 0x80 else { return try skipPayloadCarefully(of: tag, id: id) }
+            size = tag == .int ? 1 : 1 + Int(base[position])
+        case .references: return try skipPayloadCarefully(of: tag, id: id)
+        }
+        guard base.count - position >= size else { return try skipPayloadCarefully(of: tag, id: id) }
+        position += size
+    }
+
+    /// `skipPayload` of any payload, with every check.
+    @inline(never)
+    private mutating func skipPayloadCarefully(of tag: ValueTag, id: UInt32) throws(FormatError) {
+        switch tag {
+        case .null, .false, .true: return
+        case .int: _ = try readVarint("value of attribute \(id)")
+        case .double, .date: try skip(8, "value of attribute \(id)")
+        case .uuid: try skip(16, "value of attribute \(id)")
+        case .string, .data, .codable: _ = try readLengthPrefixedSlice("value of attribute \(id)")
         case .references:
-            let count = try readVarint(atMost: remaining, "count of \(what())")
-            for _ in 0..<count { _ = try readVarint(what()) }
+            let count = try readVarint(atMost: remaining, "count of value of attribute \(id)")
+            for _ in 0..<count { _ = try readVarint("value of attribute \(id)") }
         }
     }
 
