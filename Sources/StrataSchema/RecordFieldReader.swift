@@ -130,9 +130,9 @@ struct RecordFieldReader {
     }
 
     /// A record's header, the format byte and the field count, the reader being at the
-    /// record's first byte (offset 0). The count is bounded by the bytes after it (every field
-    /// takes at least 2 bytes) in a record of `recordLength` bytes, of which the buffer may
-    /// hold only the first (a prefix: see `StoredField.find`).
+    /// record's first byte (offset 0). The count is bounded by the bytes after the format
+    /// byte (every field takes at least 2 bytes) in a record of `recordLength` bytes, of which
+    /// the buffer may hold only the first (a prefix: see `StoredField.find`).
     ///
     /// - Throws: `FormatError` for a format byte of 0, or above `RecordCodec.formatVersion`
     ///   (`unsupportedVersion` set), or an invalid or too large count.
