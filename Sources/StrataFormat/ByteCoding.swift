@@ -38,6 +38,8 @@ package struct ByteWriter {
 
     /// Appends raw bytes (a concrete overload, for the reason given at `append(_: UInt8)`).
     package mutating func append(raw: UnsafeRawBufferPointer) { bytes.append(contentsOf: raw) }
+    /// Appends raw bytes in place (a concrete overload, for the reason given at `append(_: UInt8)`).
+    package mutating func append(contentsOf raw: UnsafeBufferPointer<UInt8>) { bytes.append(contentsOf: raw) }
 
     package mutating func appendZeros(_ count: Int) { bytes.append(contentsOf: repeatElement(0, count: count)) }
 
@@ -71,6 +73,16 @@ package struct ByteReader {
 
     @inlinable
     package var remaining: Int { base.count - position }
+
+    /// The whole buffer read: with ``advance(to:)``, what lets a reader of an upper layer
+    /// (the record layer's value reader) continue from `position` and hand back where it stopped.
+    package var buffer: UnsafeRawBufferPointer { base }
+
+    /// Moves on to `newPosition`, which must lie between the current position and the end.
+    package mutating func advance(to newPosition: Int) {
+        precondition(newPosition >= position && newPosition <= base.count, "a reader moves forward within its buffer")
+        position = newPosition
+    }
 
     @inlinable
     package mutating func read<T: FixedWidthInteger>(_: T.Type = T.self, _ what: @autoclosure () -> String) throws -> T {

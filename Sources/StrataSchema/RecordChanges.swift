@@ -15,7 +15,7 @@ package final class RecordDefaults {
         var ids: [UInt32] = [], ranges: [Range<Int>] = []
         for (id, value) in properties.sorted(by: { $0.key < $1.key }) {
             let start = writer.count
-            if !value.isNull { value.append(to: &writer) }
+            if !value.isNull { writer.append(value) }
             ids.append(id)
             ranges.append(start..<writer.count)
         }
@@ -228,22 +228,10 @@ package final class RecordChanges {
 
         /// Writes the header: the format (2 when a field holds references) and the count.
         mutating func finish() {
-            var header: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) = (0, 0, 0, 0, 0, 0)
-            let size = withUnsafeMutableBytes(of: &header) { raw -> Int in
-                raw[0] = holdsReferences ? RecordCodec.referencesFormat : RecordCodec.baseFormat
-                var length = 1, rest = UInt64(count)
-                while rest >= 0x80 {
-                    raw[length] = UInt8(truncatingIfNeeded: rest) | 0x80
-                    rest >>= 7
-                    length += 1
-                }
-                raw[length] = UInt8(rest)
-                return length + 1
-            }
-            start = Self.headerRoom - size
-            withUnsafeBytes(of: header) { raw in
-                for offset in 0..<size { scratch.set(raw[offset], at: start + offset) }
-            }
+            start = Self.headerRoom - 1 - RecordScratch.varintLength(UInt64(count))
+            var header = scratch.overwriting(at: start)
+            header.append(holdsReferences ? RecordCodec.referencesFormat : RecordCodec.baseFormat)
+            header.appendVarint(UInt64(count))
         }
 
         /// The record `finish` completed.

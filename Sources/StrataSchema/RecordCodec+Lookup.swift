@@ -10,23 +10,24 @@ extension RecordCodec {
     ///   fields' ids, tags and lengths, and the value returned). Bytes after the field found are
     ///   not checked; `decode` checks everything.
     package static func value(of attributeID: UInt32, in buffer: UnsafeRawBufferPointer) throws(FormatError) -> Value {
-        try decodingFormat {
-            var reader = ByteReader(buffer)
-            let (format, count) = try readHeader(&reader)
-            var previous: UInt32?
-            for _ in 0..<count {
-                let id = try readAttributeID(&reader, after: previous)
-                if id > attributeID { return .null }
-                if id == attributeID { return try readFieldValue(&reader, id: id, format: format) }
-                try Value.skip(try readFieldTag(&reader, id: id, format: format), in: &reader, "value of attribute \(id)")
-                previous = id
-            }
-            return .null
+        var reader = RecordFieldReader(buffer)
+        let count = try reader.readHeader()
+        var previous: UInt32?
+        for _ in 0..<count {
+            let id = try reader.readAttributeID(after: previous)
+            if id > attributeID { return .null }
+            if id == attributeID { return try reader.readFieldValue(id: id) }
+            try reader.skipPayload(of: try reader.readFieldTag(id: id), id: id)
+            previous = id
         }
+        return .null
     }
 
     /// The value of one attribute of a record held in an array; see the buffer variant.
     package static func value(of attributeID: UInt32, in bytes: [UInt8]) throws(FormatError) -> Value {
-        try decodingFormat { try bytes.withUnsafeBytes { try value(of: attributeID, in: $0) } }
+        let result = bytes.withUnsafeBytes { buffer -> Result<Value, FormatError> in
+            do throws(FormatError) { return .success(try value(of: attributeID, in: buffer)) } catch { return .failure(error) }
+        }
+        return try result.get()
     }
 }

@@ -12,6 +12,11 @@ import StrataFormat
 /// whose value is null read the same way: the attribute is absent. The encoding is canonical
 /// (one byte string per set of values), which lets callers compare records by bytes.
 /// Pure functions; safe from any thread.
+///
+/// One reader and one writer implement the encoding: `RecordFieldReader` parses it for every
+/// path (whole records, one field, typed decoding, predicates), and the appends of
+/// `RecordByteSink` write it, into an array (`RecordFieldWriter`), an encoding state's memory
+/// (`RecordScratch`) or a `ByteWriter`.
 package enum RecordCodec {
     /// The newest format byte this library reads. It writes format 1 for records without a
     /// ``Value/references(_:)`` value (byte for byte what earlier versions wrote) and format 2
@@ -134,44 +139,8 @@ package enum RecordCodec {
 
     /// Decodes every value of a record held in an array; see the buffer variant.
     package static func decode(_ bytes: [UInt8]) throws(FormatError) -> [UInt32: Value] {
-        try decodingFormat { try bytes.withUnsafeBytes { try decode($0) } }
-    }
-
-    /// Reads the format byte and the field count; the count is bounded by the bytes left
-    /// (every field takes at least 2 bytes).
-    static func readHeader(_ reader: inout ByteReader) throws -> (format: UInt8, count: Int) {
-        let format = try reader.read(UInt8.self, "record format byte")
-        guard format != 0 else { throw FormatError("record format byte 0 is invalid", at: 0) }
-        guard format <= formatVersion else {
-            throw FormatError("record format \(format) is newer than \(formatVersion)", at: 0, unsupportedVersion: UInt16(format))
-        }
-        return (format, try reader.readVarint(atMost: reader.remaining / 2, "record field count"))
-    }
-
-    /// Reads a field's attribute id, which must be greater than the previous one.
-    static func readAttributeID(_ reader: inout ByteReader, after previous: UInt32?) throws -> UInt32 {
-        let start = reader.position
-        let raw = try reader.readVarint("attribute id")
-        guard let id = UInt32(exactly: raw) else { throw FormatError("attribute id \(raw) exceeds the limit \(UInt32.max)", at: start) }
-        if let previous, id <= previous {
-            throw FormatError("attribute id \(id) follows \(previous): ids must strictly increase", at: start)
-        }
-        return id
-    }
-
-    /// Reads a field's tag (never null in a record) and payload.
-    static func readFieldValue(_ reader: inout ByteReader, id: UInt32, format: UInt8) throws -> Value {
-        let tag = try readFieldTag(&reader, id: id, format: format)
-        return try Value.read(tag, from: &reader, "value of attribute \(id)")
-    }
-
-    static func readFieldTag(_ reader: inout ByteReader, id: UInt32, format: UInt8) throws -> ValueTag {
-        let start = reader.position
-        let raw = try reader.read(UInt8.self, "type tag of attribute \(id)")
-        guard let tag = ValueTag(rawValue: raw), tag != .null, tag != .references || format >= referencesFormat else {
-            throw FormatError(raw == 0 ? "attribute \(id) stores a null tag; nulls are omitted"
-                                       : "unknown value tag \(raw) for attribute \(id)", at: start)
-        }
-        return tag
+        var values: [UInt32: Value] = [:]
+        for (id, value) in try decodeFields(bytes) { values[id] = value }
+        return values
     }
 }

@@ -141,14 +141,15 @@ package indirect enum RecordCondition: Sendable, Equatable {
     package func evaluate(prefix: UnsafeRawBufferPointer, recordLength: Int) -> PrefixAnswer {
         if prefix.count >= recordLength { return .decided(evaluate(prefix, recordLength: recordLength)) }
         guard let largest = largestAttributeID else { return .decided(evaluate(prefix, recordLength: recordLength)) }
-        var cursor = FieldCursor(prefix)
-        guard cursor.byte() != nil, let count = cursor.varint() else { return .needsMore }
-        var fields: UInt64 = 0
-        while fields < count {
-            guard let fieldID = cursor.varint() else { return .needsMore }
-            if fieldID > UInt64(largest) { break }
-            guard let raw = cursor.byte(), let tag = ValueTag(rawValue: raw), cursor.skipPayload(of: tag) else { return .needsMore }
-            fields += 1
+        var reader = RecordFieldReader(prefix)
+        guard let count = try? reader.readHeader(recordLength: recordLength) else { return .needsMore }
+        var previous: UInt32?
+        for _ in 0..<count {
+            guard let fieldID = try? reader.readAttributeID(after: previous) else { return .needsMore }
+            if fieldID > largest { break }
+            guard let tag = try? reader.readFieldTag(id: fieldID),
+                  (try? reader.skipPayload(of: tag, id: fieldID)) != nil else { return .needsMore }
+            previous = fieldID
         }
         return .decided(evaluate(prefix, recordLength: recordLength))
     }
@@ -171,24 +172,23 @@ enum StoredField {
     /// The field with `id` in the record `bytes` (the whole record of `recordLength` bytes, or
     /// its first bytes up to past that field), or nil when the bytes do not parse (the
     /// caller then leaves the record to the decoder, which reports why). The hot loop of a
-    /// filtered scan: it checks the structure it walks (format byte, field count, ascending
-    /// ids, known tags, payloads within the bytes) but not that varints are in their shortest
-    /// form, which decoding checks.
+    /// filtered scan: it reads with `RecordFieldReader`, as a field lookup does, checking the
+    /// header, ids, tags and the payloads' bounds it walks but not the UTF-8 of strings it
+    /// skips, which decoding checks.
     @inline(__always)
     static func find(_ id: UInt32, in bytes: UnsafeRawBufferPointer, recordLength: Int) -> StoredField? {
-        var cursor = FieldCursor(bytes)
-        guard let format = cursor.byte(), format != 0, format <= RecordCodec.formatVersion,
-              let count = cursor.varint(), count <= UInt64(recordLength) else { return nil }
-        var previous: UInt64?
-        for _ in 0..<Int(count) {
-            guard let fieldID = cursor.varint(), previous.map({ fieldID > $0 }) ?? true else { return nil }
+        var reader = RecordFieldReader(bytes)
+        guard let count = try? reader.readHeader(recordLength: recordLength) else { return nil }
+        var previous: UInt32?
+        for _ in 0..<count {
+            guard let fieldID = try? reader.readAttributeID(after: previous) else { return nil }
             previous = fieldID
-            if fieldID > UInt64(id) { return .absent }
-            guard let raw = cursor.byte(), let tag = ValueTag(rawValue: raw), tag != .null else { return nil }
-            let start = cursor.position
-            guard cursor.skipPayload(of: tag) else { return nil }
-            if fieldID == UInt64(id) {
-                return .present(tag: tag, payload: UnsafeRawBufferPointer(rebasing: bytes[start..<cursor.position]))
+            if fieldID > id { return .absent }
+            guard let tag = try? reader.readFieldTag(id: fieldID) else { return nil }
+            let start = reader.position
+            guard (try? reader.skipPayload(of: tag, id: fieldID)) != nil else { return nil }
+            if fieldID == id {
+                return .present(tag: tag, payload: UnsafeRawBufferPointer(rebasing: bytes[start..<reader.position]))
             }
         }
         return .absent
@@ -219,9 +219,8 @@ enum StoredField {
                 guard comparison == .equal || comparison == .notEqual else { return nil }
                 return comparison.holds((tag == .true) == b ? .equal : .less)
             case (.int, .int(let c)):
-                var cursor = FieldCursor(payload)
-                guard let raw = cursor.varint() else { return nil }
-                let v = Int64(bitPattern: raw >> 1) ^ -Int64(bitPattern: raw & 1)
+                var reader = RecordFieldReader(payload)
+                guard let v = try? reader.readZigZag("integer") else { return nil }
                 return comparison.holds(v < c ? .less : v == c ? .equal : .greater)
             case (.double, .double(let c)):
                 guard payload.count == 8 else { return nil }
@@ -231,8 +230,8 @@ enum StoredField {
                 return Self.ieee(Double(bitPattern: UInt64(littleEndian: payload.loadUnaligned(as: UInt64.self))), comparison,
                                  c.timeIntervalSinceReferenceDate)
             case (.string, .string(let c)):
-                var cursor = FieldCursor(payload)
-                guard let stored = cursor.lengthPrefixed() else { return nil }
+                var reader = RecordFieldReader(payload)
+                guard let stored = try? reader.readLengthPrefixedSlice("string") else { return nil }
                 return Self.compareStrings(stored, comparison, c)
             case (.uuid, .uuid(let c)):
                 guard comparison == .equal || comparison == .notEqual, payload.count == 16 else { return nil }
@@ -252,8 +251,8 @@ enum StoredField {
             return value.withUTF8 { Self.startsWith(UnsafeRawBufferPointer($0), prefix) }
         case .present(let tag, let payload):
             guard tag == .string else { return nil }
-            var cursor = FieldCursor(payload)
-            guard let stored = cursor.lengthPrefixed() else { return nil }
+            var reader = RecordFieldReader(payload)
+            guard let stored = try? reader.readLengthPrefixedSlice("string") else { return nil }
             return Self.startsWith(stored, prefix)
         }
     }
@@ -309,81 +308,14 @@ enum StoredField {
             var index = 0
             while index < common, stored[index] == other[index] { index += 1 }
             if index == stored.count && index == other.count { return comparison.holds(.equal) }
-            guard isASCII(stored), isASCII(other) else { return nil }
+            guard RecordFieldReader.isASCII(stored.bindMemory(to: UInt8.self)),
+                  RecordFieldReader.isASCII(other.bindMemory(to: UInt8.self)) else { return nil }
             let order: RecordCondition.Order = index == common ? (stored.count < other.count ? .less : .greater)
                 : (stored[index] < other[index] ? .less : .greater)
             return comparison.holds(order)
         }
     }
 
-    static func isASCII(_ bytes: UnsafeRawBufferPointer) -> Bool {
-        for byte in bytes where byte >= 0x80 { return false }
-        return true
-    }
-}
-
-/// A non-throwing reader of record bytes for ``StoredField/find(_:in:recordLength:)``: nil or false at the
-/// first byte out of place.
-struct FieldCursor {
-    let bytes: UnsafeRawBufferPointer
-    var position = 0
-
-    init(_ bytes: UnsafeRawBufferPointer) { self.bytes = bytes }
-
-    @inline(__always)
-    mutating func byte() -> UInt8? {
-        guard position < bytes.count else { return nil }
-        defer { position += 1 }
-        return bytes[position]
-    }
-
-    @inline(__always)
-    mutating func varint() -> UInt64? {
-        guard let first = byte() else { return nil }
-        if first < 0x80 { return UInt64(first) }
-        var result = UInt64(first & 0x7F)
-        var shift: UInt64 = 7
-        while let next = byte() {
-            if shift == 63 && next > 1 { return nil }
-            result |= UInt64(next & 0x7F) << shift
-            if next < 0x80 { return result }
-            shift += 7
-        }
-        return nil
-    }
-
-    @inline(__always)
-    mutating func skip(_ count: UInt64) -> Bool {
-        guard count <= UInt64(bytes.count - position) else { return false }
-        position += Int(count)
-        return true
-    }
-
-    /// A length-prefixed payload's bytes.
-    @inline(__always)
-    mutating func lengthPrefixed() -> UnsafeRawBufferPointer? {
-        guard let length = varint(), length <= UInt64(bytes.count - position) else { return nil }
-        defer { position += Int(length) }
-        return UnsafeRawBufferPointer(rebasing: bytes[position..<(position + Int(length))])
-    }
-
-    /// Skips one payload after its tag.
-    @inline(__always)
-    mutating func skipPayload(of tag: ValueTag) -> Bool {
-        switch tag {
-        case .null, .false, .true: return true
-        case .int: return varint() != nil
-        case .double, .date: return skip(8)
-        case .uuid: return skip(16)
-        case .string, .data, .codable:
-            guard let length = varint() else { return false }
-            return skip(length)
-        case .references:
-            guard let count = varint(), count <= UInt64(bytes.count - position) else { return false }
-            for _ in 0..<count where varint() == nil { return false }
-            return true
-        }
-    }
 }
 
 /// A range of attribute values, as an index scan takes it: each bound optional, inclusive

@@ -316,18 +316,10 @@ final class RecordEncodingState {
     /// Writes the record header (format byte, field count) into `scratch` so that it ends at
     /// `end`; returns where it starts.
     private func writeHeader(count: Int, references: Bool, endingAt end: Int) -> Int {
-        var length = 1
-        var rest = count
-        while rest >= 0x80 { length += 1; rest >>= 7 }
-        let start = end - 1 - length
-        scratch.set(references ? RecordCodec.referencesFormat : RecordCodec.baseFormat, at: start)
-        var value = UInt64(count), offset = start + 1
-        while value >= 0x80 {
-            scratch.set(UInt8(truncatingIfNeeded: value) | 0x80, at: offset)
-            value >>= 7
-            offset += 1
-        }
-        scratch.set(UInt8(value), at: offset)
+        let start = end - 1 - RecordScratch.varintLength(UInt64(count))
+        var header = scratch.overwriting(at: start)
+        header.append(references ? RecordCodec.referencesFormat : RecordCodec.baseFormat)
+        header.appendVarint(UInt64(count))
         return start
     }
 

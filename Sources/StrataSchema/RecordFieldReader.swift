@@ -5,20 +5,29 @@ import Foundation
 #endif
 import StrataFormat
 
-/// Reads the fields of one ``RecordCodec`` record straight from its buffer: the hot path of
-/// `RecordCodec.decodeFields`. It reads exactly what `ByteReader` with the varint helpers of
-/// ByteCoding+Varint.swift and `Value.read` would, and throws the same `FormatError`s (same
-/// reasons, same offsets); it exists because those generic reads were not specialized across
-/// the module boundary, and their type metadata lookups were a fifth of decoding time.
+/// The one reader of the record layer's encodings (Docs/FileFormat.md, "Record layer
+/// conventions", "Values", "Record encoding"): varints, zigzag integers, length-prefixed bytes
+/// and strings, values, and a record's header and fields. Every path that reads them goes
+/// through it — decoding a record (`RecordCodec.decodeFields`, the validating pass of typed
+/// decoding), looking up one field (`RecordCodec.value(of:in:)`, a predicate's
+/// `StoredField.find`), and, through `ByteReader`'s helpers (ByteCoding+Varint.swift) and
+/// `Value.read(from:_:)`, the schema catalog and the history journal.
 ///
-/// The buffer must stay valid while the reader is used. Never traps on malformed input.
+/// Non-generic over an `UnsafeRawBufferPointer`, so nothing is left unspecialized across a
+/// module boundary (generic reads' type metadata lookups were once a fifth of decoding time).
+/// Errors are `FormatError`s whose offsets are positions in `base`. The buffer must stay valid
+/// while the reader is used. Never traps on malformed input.
 struct RecordFieldReader {
     let base: UnsafeRawBufferPointer
-    private(set) var position = 0
+    private(set) var position: Int
     /// The record's format byte, once the header was read.
     private(set) var format: UInt8 = 0
 
-    init(_ buffer: UnsafeRawBufferPointer) { base = buffer }
+    /// A reader of `buffer` from `position` (offsets in errors count from the buffer's start).
+    init(_ buffer: UnsafeRawBufferPointer, position: Int = 0) {
+        base = buffer
+        self.position = position
+    }
 
     var remaining: Int { base.count - position }
 
@@ -39,7 +48,11 @@ struct RecordFieldReader {
         return UInt64(littleEndian: base.loadUnaligned(fromByteOffset: position, as: UInt64.self))
     }
 
-    /// As `ByteReader.readVarint(_:)`.
+    /// An unsigned LEB128 varint: 7 bits per byte, least significant first, 1 to 10 bytes.
+    ///
+    /// - Throws: `FormatError` (at the varint's first byte) when the bytes end inside it, when
+    ///   it overflows 64 bits, or when it is not in its shortest form (a final byte of 0 after
+    ///   another byte), so every number has exactly one encoding.
     @inline(__always)
     mutating func readVarint(_ what: @autoclosure () -> String) throws(FormatError) -> UInt64 {
         // One byte, the common case.
@@ -66,35 +79,77 @@ struct RecordFieldReader {
         }
     }
 
-    /// As `ByteReader.readVarint(atMost:_:)`.
+    /// A varint checked against `maximum` before any use as a size or index.
+    ///
+    /// - Throws: `FormatError` when the varint is invalid or larger than `maximum`.
+    @inline(__always)
     mutating func readVarint(atMost maximum: Int, _ what: @autoclosure () -> String) throws(FormatError) -> Int {
         let start = position
         let value = try readVarint(what())
-        guard value <= UInt64(max(0, maximum)) else { throw FormatError("\(what()) \(value) exceeds the limit \(maximum)", at: start) }
+        guard value <= UInt64(max(0, maximum)) else { throw Self.exceeds(what(), value, maximum, at: start) }
         return Int(value)
     }
 
-    /// The bytes of a length-prefixed payload, as `ByteReader.readLengthPrefixed`, without copying them.
+    // Errors are made out of line, so the paths that inline the reads stay small.
+    @inline(never)
+    private static func exceeds(_ what: String, _ value: UInt64, _ maximum: Int, at offset: Int) -> FormatError {
+        FormatError("\(what) \(value) exceeds the limit \(maximum)", at: offset)
+    }
+
+    /// A zigzag varint: 0, 1, 2, 3, … read as 0, -1, 1, -2, ….
+    @inline(__always)
+    mutating func readZigZag(_ what: @autoclosure () -> String) throws(FormatError) -> Int64 {
+        let raw = try readVarint(what())
+        return Int64(bitPattern: raw >> 1) ^ -Int64(bitPattern: raw & 1)
+    }
+
+    /// The bytes of a length-prefixed payload (a varint length, then the bytes), in place.
+    @inline(__always)
     mutating func readLengthPrefixedSlice(_ what: @autoclosure () -> String) throws(FormatError) -> UnsafeRawBufferPointer {
-        // The limit is the bytes left *before* the length, as in `ByteReader`: a length one
-        // too large passes it and must fail here, as `readBytes` fails.
+        // The limit is the bytes left *before* the length: a length one too large passes it
+        // and fails as truncated bytes (the error the format has always given).
         let count = try readVarint(atMost: remaining, "length of \(what())")
         guard remaining >= count else { throw truncated(what(), needs: count) }
         defer { position += count }
         return UnsafeRawBufferPointer(rebasing: base[position..<(position + count)])
     }
 
-    /// As `RecordCodec.readHeader`: the format byte and the field count.
-    mutating func readHeader() throws(FormatError) -> Int {
-        format = try readByte("record format byte")
-        guard format != 0 else { throw FormatError("record format byte 0 is invalid", at: 0) }
-        guard format <= RecordCodec.formatVersion else {
-            throw FormatError("record format \(format) is newer than \(RecordCodec.formatVersion)", at: 0, unsupportedVersion: UInt16(format))
+    /// A length-prefixed string that must be valid UTF-8 (never repaired).
+    ///
+    /// - Throws: `FormatError` as `readLengthPrefixedSlice`, or at the length for invalid UTF-8.
+    @inline(__always)
+    mutating func readString(_ what: @autoclosure () -> String) throws(FormatError) -> String {
+        let start = position
+        let bytes = try readLengthPrefixedSlice(what()).bindMemory(to: UInt8.self)
+        // ASCII is valid UTF-8 as it is; `String(validating:)` costs a generic metadata lookup.
+        if Self.isASCII(bytes) { return String(decoding: bytes, as: UTF8.self) }
+        guard let string = String(validating: bytes, as: UTF8.self) else {
+            throw FormatError("\(what()) is not valid UTF-8", at: start)
         }
-        return try readVarint(atMost: remaining / 2, "record field count")
+        return string
     }
 
-    /// As `RecordCodec.readAttributeID`.
+    /// A record's header, the format byte and the field count, the reader being at the
+    /// record's first byte (offset 0). The count is bounded by the bytes after the format
+    /// byte (every field takes at least 2 bytes) in a record of `recordLength` bytes, of which
+    /// the buffer may hold only the first (a prefix: see `StoredField.find`).
+    ///
+    /// - Throws: `FormatError` for a format byte of 0, or above `RecordCodec.formatVersion`
+    ///   (`unsupportedVersion` set), or an invalid or too large count.
+    @inline(__always)
+    mutating func readHeader(recordLength: Int? = nil) throws(FormatError) -> Int {
+        format = try readByte("record format byte")
+        guard format != 0, format <= RecordCodec.formatVersion else { throw Self.invalidFormat(format) }
+        return try readVarint(atMost: ((recordLength ?? base.count) - position) / 2, "record field count")
+    }
+
+    @inline(never)
+    private static func invalidFormat(_ format: UInt8) -> FormatError {
+        format == 0 ? FormatError("record format byte 0 is invalid", at: 0)
+            : FormatError("record format \(format) is newer than \(RecordCodec.formatVersion)", at: 0, unsupportedVersion: UInt16(format))
+    }
+
+    /// A field's attribute id, which must be greater than the previous one and fit 32 bits.
     @inline(__always)
     mutating func readAttributeID(after previous: UInt32?) throws(FormatError) -> UInt32 {
         let start = position
@@ -106,9 +161,9 @@ struct RecordFieldReader {
         return id
     }
 
-    /// As `RecordCodec.readFieldTag`: a field's tag, never null.
+    /// A field's tag: known, never null, and references only in a record of format 2.
     @inline(__always)
-    private mutating func readFieldTag(id: UInt32) throws(FormatError) -> ValueTag {
+    mutating func readFieldTag(id: UInt32) throws(FormatError) -> ValueTag {
         let start = position
         let raw = try readByte("type tag of attribute \(id)")
         guard let tag = ValueTag(rawValue: raw), tag != .null, tag != .references || format >= RecordCodec.referencesFormat else {
@@ -118,38 +173,92 @@ struct RecordFieldReader {
         return tag
     }
 
-    /// As `RecordCodec.readFieldValue`: a tag (never null) and its payload.
+    /// A field's tag (never null) and its payload.
     mutating func readFieldValue(id: UInt32) throws(FormatError) -> Value {
-        let tag = try readFieldTag(id: id)
+        try readPayload(of: try readFieldTag(id: id), "value of attribute \(id)")
+    }
+
+    /// A value outside a record (a catalog default): a tag, null included, and its payload.
+    ///
+    /// - Throws: `FormatError` for an unknown tag, or as `readPayload(of:_:)`.
+    mutating func readValue(_ what: @autoclosure () -> String) throws(FormatError) -> Value {
+        let start = position
+        let raw = try readByte("type tag of \(what())")
+        guard let tag = ValueTag(rawValue: raw) else { throw FormatError("unknown value tag \(raw) for \(what())", at: start) }
+        return try readPayload(of: tag, what())
+    }
+
+    /// The payload of a value whose tag was read (Docs/FileFormat.md, "Values").
+    ///
+    /// - Throws: `FormatError` for a payload running past the end, invalid UTF-8, an invalid
+    ///   varint, or a references value breaking its rules (`readReferences`).
+    @inline(__always)
+    mutating func readPayload(of tag: ValueTag, _ what: @autoclosure () -> String) throws(FormatError) -> Value {
         switch tag {
         case .null: return .null
         case .false: return .bool(false)
         case .true: return .bool(true)
-        case .int:
-            let raw = try readVarint("value of attribute \(id)")
-            return .int(Int64(bitPattern: raw >> 1) ^ -Int64(bitPattern: raw & 1))
-        case .double: return .double(Double(bitPattern: try readUInt64("value of attribute \(id)")))
-        case .date:
-            return .date(Date(timeIntervalSinceReferenceDate: Double(bitPattern: try readUInt64("value of attribute \(id)"))))
-        case .string:
-            let start = position
-            let bytes = try readLengthPrefixedSlice("value of attribute \(id)").bindMemory(to: UInt8.self)
-            // ASCII is valid UTF-8 as it is; `String(validating:)` costs a generic metadata lookup.
-            if Self.isASCII(bytes) { return .string(String(decoding: bytes, as: UTF8.self)) }
-            guard let string = String(validating: bytes, as: UTF8.self) else {
-                throw FormatError("value of attribute \(id) is not valid UTF-8", at: start)
-            }
-            return .string(string)
-        case .data: return .data([UInt8](try readLengthPrefixedSlice("value of attribute \(id)")))
-        case .codable: return .codable([UInt8](try readLengthPrefixedSlice("value of attribute \(id)")))
+        case .int: return .int(try readZigZag(what()))
+        case .double: return .double(Double(bitPattern: try readUInt64(what())))
+        case .date: return .date(Date(timeIntervalSinceReferenceDate: Double(bitPattern: try readUInt64(what()))))
+        case .string: return .string(try readString(what()))
+        case .data: return .data([UInt8](try readLengthPrefixedSlice(what())))
+        case .codable: return .codable([UInt8](try readLengthPrefixedSlice(what())))
         case .uuid:
-            guard remaining >= 16 else { throw truncated("value of attribute \(id)", needs: 16) }
+            guard remaining >= 16 else { throw truncated(what(), needs: 16) }
             var uuid = UUID().uuid
             withUnsafeMutableBytes(of: &uuid) { $0.copyMemory(from: UnsafeRawBufferPointer(rebasing: base[position..<(position + 16)])) }
             position += 16
             return .uuid(UUID(uuid: uuid))
-        case .references: return .references(try readReferences("value of attribute \(id)"))
+        case .references: return .references(try readReferences(what()))
         }
+    }
+
+    /// Moves past the payload of the field `id`, whose tag was read, without building its
+    /// value: a string's bytes are not checked to be UTF-8, and a references value's ids are
+    /// read (each a valid varint) but not checked to be ≥ 1 and distinct. The walk of a field
+    /// lookup and of the predicates' pre-filter, which check only what they read; decoding
+    /// checks everything.
+    ///
+    /// - Throws: `FormatError` for a payload running past the end or an invalid varint.
+    @inline(__always)
+    mutating func skipPayload(of tag: ValueTag, id: UInt32) throws(FormatError) {
+        // The common payloads by a few comparisons (a one-byte varint or length, within the
+        // bytes); anything else, every malformed payload included, is skipped carefully from
+        // the same position, so there is one source of errors.
+        let size: Int
+        switch tag {
+        case .null, .false, .true: return
+        case .double, .date: size = 8
+        case .uuid: size = 16
+        case .int, .string, .data, .codable:
+            guard position < base.count, base[position] < 0x80 else { return try skipPayloadCarefully(of: tag, id: id) }
+            size = tag == .int ? 1 : 1 + Int(base[position])
+        case .references: return try skipPayloadCarefully(of: tag, id: id)
+        }
+        guard base.count - position >= size else { return try skipPayloadCarefully(of: tag, id: id) }
+        position += size
+    }
+
+    /// `skipPayload` of any payload, with every check.
+    @inline(never)
+    private mutating func skipPayloadCarefully(of tag: ValueTag, id: UInt32) throws(FormatError) {
+        switch tag {
+        case .null, .false, .true: return
+        case .int: _ = try readVarint("value of attribute \(id)")
+        case .double, .date: try skip(8, "value of attribute \(id)")
+        case .uuid: try skip(16, "value of attribute \(id)")
+        case .string, .data, .codable: _ = try readLengthPrefixedSlice("value of attribute \(id)")
+        case .references:
+            let count = try readVarint(atMost: remaining, "count of value of attribute \(id)")
+            for _ in 0..<count { _ = try readVarint("value of attribute \(id)") }
+        }
+    }
+
+    @inline(__always)
+    private mutating func skip(_ count: Int, _ what: @autoclosure () -> String) throws(FormatError) {
+        guard remaining >= count else { throw truncated(what(), needs: count) }
+        position += count
     }
 
     /// As `readFieldValue`, with the same checks and errors, but the value is not built: the
@@ -248,7 +357,11 @@ struct RecordFieldReader {
         }
     }
 
-    /// As `Value.readReferences`: a count from 1 to the bytes left, then distinct ids ≥ 1.
+    /// The payload of a references value: a count from 1 to the bytes left, then that many
+    /// distinct record ids, each ≥ 1.
+    ///
+    /// - Throws: `FormatError` for a count of 0 or past the end, an id of 0, a repeated id or
+    ///   an invalid varint.
     mutating func readReferences(_ what: @autoclosure () -> String) throws(FormatError) -> [UInt64] {
         let countStart = position
         let count = try readVarint(atMost: remaining, "count of \(what())")

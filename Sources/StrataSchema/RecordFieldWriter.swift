@@ -4,10 +4,9 @@ import FoundationEssentials
 import Foundation
 #endif
 
-/// Writes the fields of one ``RecordCodec`` record into a byte array: the hot path of
-/// `RecordCodec.encode`. It writes exactly the bytes `ByteWriter` with the varint helpers of
-/// ByteCoding+Varint.swift and `Value.append(to:)` would; it exists because those generic
-/// appends were not specialized across the module boundary (type metadata lookups per byte).
+/// A record's bytes written into an array (`RecordCodec.encode`, `RecordEncoder.encode`):
+/// non-generic, its appends inlined where the encodings of `RecordByteSink` are specialized
+/// for it (generic appends across a module boundary cost type metadata lookups per byte).
 ///
 /// Used by one call on one thread.
 struct RecordFieldWriter {
@@ -58,11 +57,15 @@ struct RecordFieldWriter {
     mutating func append(contentsOf raw: UnsafeBufferPointer<UInt8>) { bytes.append(contentsOf: raw) }
 }
 
-/// Where a record's fields are written: an array (`RecordFieldWriter`) or memory an encoding
-/// state owns (`RecordScratch`). The encodings of varints and values are written once, here,
-/// and specialized for each.
-protocol RecordByteSink {
+/// Where the record layer's encodings are written: an array (`RecordFieldWriter`), memory an
+/// encoding state owns (`RecordScratch`), or the general `ByteWriter` (the schema catalog, the
+/// checksum's canonical form, the history journal). The one writer of varints, zigzag
+/// integers, length-prefixed bytes and values (Docs/FileFormat.md, "Record layer
+/// conventions", "Values"): written once, here, and specialized for each sink.
+package protocol RecordByteSink {
+    /// Appends one byte.
     mutating func append(_ byte: UInt8)
+    /// Appends raw bytes.
     mutating func append(contentsOf raw: UnsafeBufferPointer<UInt8>)
 }
 
@@ -71,9 +74,10 @@ extension RecordByteSink {
     @inline(__always)
     mutating func append(raw: UnsafeRawBufferPointer) { append(contentsOf: raw.assumingMemoryBound(to: UInt8.self)) }
 
-    /// As `ByteWriter.appendVarint`.
+    /// Appends `value` as an unsigned LEB128 varint: 7 bits per byte, least significant
+    /// first, high bit set on every byte but the last; 1 to 10 bytes, always the shortest form.
     @inline(__always)
-    mutating func appendVarint(_ value: UInt64) {
+    package mutating func appendVarint(_ value: UInt64) {
         var rest = value
         while rest >= 0x80 {
             append(UInt8(truncatingIfNeeded: rest) | 0x80)
@@ -82,7 +86,37 @@ extension RecordByteSink {
         append(UInt8(rest))
     }
 
-    /// Eight bytes, little-endian, as `ByteWriter.append(_: UInt64)`.
+    /// Appends a signed integer zigzag-encoded (0, -1, 1, -2, … → 0, 1, 2, 3, …) as a varint,
+    /// so small negative numbers stay short.
+    @inline(__always)
+    package mutating func appendZigZag(_ value: Int64) {
+        appendVarint(UInt64(bitPattern: (value << 1) ^ (value >> 63)))
+    }
+
+    /// Appends a varint byte count, then the bytes.
+    package mutating func appendLengthPrefixed(_ bytes: [UInt8]) {
+        appendVarint(UInt64(bytes.count))
+        bytes.withUnsafeBufferPointer { append(contentsOf: $0) }
+    }
+
+    /// Appends a string's UTF-8 byte count, then its UTF-8.
+    package mutating func appendLengthPrefixed(_ text: String) {
+        appendVarint(UInt64(text.utf8.count))
+        appendUTF8(of: text)
+    }
+
+    /// A string's UTF-8, with no length.
+    @inline(__always)
+    private mutating func appendUTF8(of text: String) {
+        // A native or small string's UTF-8 in place; a copy (made contiguous) only for others
+        // (bridged ones), instead of copying every string to call the mutating `withUTF8`.
+        if text.utf8.withContiguousStorageIfAvailable({ append(contentsOf: $0) }) == nil {
+            var contiguous = text
+            contiguous.withUTF8 { append(contentsOf: $0) }
+        }
+    }
+
+    /// Eight bytes, little-endian.
     @inline(__always)
     mutating func append(_ value: UInt64) {
         withUnsafeBytes(of: value.littleEndian) { append(contentsOf: $0.assumingMemoryBound(to: UInt8.self)) }
@@ -93,16 +127,13 @@ extension RecordByteSink {
     mutating func append(string text: String) {
         append(ValueTag.string.rawValue)
         appendVarint(UInt64(text.utf8.count))
-        // A native or small string's UTF-8 in place; a copy (made contiguous) only for others
-        // (bridged ones), instead of copying every string to call the mutating `withUTF8`.
-        if text.utf8.withContiguousStorageIfAvailable({ append(contentsOf: $0) }) == nil {
-            var contiguous = text
-            contiguous.withUTF8 { append(contentsOf: $0) }
-        }
+        appendUTF8(of: text)
     }
 
-    /// As `Value.append(to:)`: the tag, then the payload.
-    mutating func append(_ value: Value) {
+    /// Appends a value (Docs/FileFormat.md, "Values"): the tag, then the payload. The encoding
+    /// is canonical: equal values (by `==`, except canonically equivalent but differently
+    /// spelled strings) give equal bytes.
+    package mutating func append(_ value: Value) {
         switch value {
         case .string(let string):
             append(string: string)
@@ -186,9 +217,37 @@ struct RecordScratch: RecordByteSink {
         count += raw.count
     }
 
-    /// Sets a byte already written.
+    /// A sink that writes over bytes already written, from `offset` on (a header written in
+    /// the room kept for it); it must not run past them.
     @inline(__always)
-    func set(_ byte: UInt8, at offset: Int) { base.storeBytes(of: byte, toByteOffset: offset, as: UInt8.self) }
+    func overwriting(at offset: Int) -> Overwriting { Overwriting(base: base, offset: offset) }
+
+    /// Writes over a scratch's bytes (`overwriting(at:)`).
+    struct Overwriting: RecordByteSink {
+        let base: UnsafeMutableRawPointer
+        var offset: Int
+
+        @inline(__always)
+        mutating func append(_ byte: UInt8) {
+            base.storeBytes(of: byte, toByteOffset: offset, as: UInt8.self)
+            offset += 1
+        }
+
+        @inline(__always)
+        mutating func append(contentsOf raw: UnsafeBufferPointer<UInt8>) {
+            guard let source = raw.baseAddress, !raw.isEmpty else { return }
+            (base + offset).copyMemory(from: source, byteCount: raw.count)
+            offset += raw.count
+        }
+    }
+
+    /// The bytes `appendVarint(value)` writes: 1 to 10.
+    static func varintLength(_ value: UInt64) -> Int {
+        var length = 1
+        var rest = value
+        while rest >= 0x80 { length += 1; rest >>= 7 }
+        return length
+    }
 
     /// Moves the end back or forward over bytes already reserved (writing a header in place).
     @inline(__always)

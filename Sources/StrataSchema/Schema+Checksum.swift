@@ -37,7 +37,7 @@ extension Schema {
 
     private static func canonicalEntity(_ entity: Entity) -> [UInt8] {
         var writer = ByteWriter(capacity: 128)
-        writer.appendLengthPrefixed(entity.name.utf8)
+        writer.appendLengthPrefixed(entity.name)
         appendOptionalName(entity.parent, to: &writer)
         writer.append(UInt8(entity.isAbstract ? 1 : 0))
         appendSorted(entity.attributes.map(canonicalAttribute), to: &writer)
@@ -47,17 +47,17 @@ extension Schema {
 
     private static func canonicalAttribute(_ attribute: Attribute) -> [UInt8] {
         var writer = ByteWriter(capacity: 32)
-        writer.appendLengthPrefixed(attribute.name.utf8)
+        writer.appendLengthPrefixed(attribute.name)
         attribute.type.append(to: &writer)
         writer.append(AttributeFlags.of(attribute))
-        attribute.defaultValue.append(to: &writer)
+        writer.append(attribute.defaultValue)
         return writer.bytes
     }
 
     private static func canonicalRelationship(_ relationship: Relationship) -> [UInt8] {
         var writer = ByteWriter(capacity: 32)
-        writer.appendLengthPrefixed(relationship.name.utf8)
-        writer.appendLengthPrefixed(relationship.destination.utf8)
+        writer.appendLengthPrefixed(relationship.name)
+        writer.appendLengthPrefixed(relationship.destination)
         appendOptionalName(relationship.inverse, to: &writer)
         writer.append(relationship.cardinality.storageTag)
         writer.append(relationship.deleteRule.storageTag)
@@ -74,7 +74,7 @@ extension Schema {
     private static func appendOptionalName(_ name: String?, to writer: inout ByteWriter) {
         if let name {
             writer.append(UInt8(1))
-            writer.appendLengthPrefixed(name.utf8)
+            writer.appendLengthPrefixed(name)
         } else {
             writer.append(UInt8(0))
         }

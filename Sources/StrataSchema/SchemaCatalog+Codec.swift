@@ -51,27 +51,27 @@ extension SchemaCatalog {
         writer.append(entity.id)
         writer.append(entity.parentID ?? 0)
         writer.append(UInt8(entity.isAbstract ? 1 : 0) | (entity.originalName == nil ? 0 : originalNameFlag))
-        writer.appendLengthPrefixed(entity.name.utf8)
-        if let originalName = entity.originalName { writer.appendLengthPrefixed(originalName.utf8) }
+        writer.appendLengthPrefixed(entity.name)
+        if let originalName = entity.originalName { writer.appendLengthPrefixed(originalName) }
         writer.append(UInt32(truncatingIfNeeded: entity.attributes.count))
         for attribute in entity.attributes {
             writer.append(attribute.id)
-            writer.appendLengthPrefixed(attribute.name.utf8)
+            writer.appendLengthPrefixed(attribute.name)
             attribute.type.append(to: &writer)
             writer.append(AttributeFlags.of(attribute.attribute) | (attribute.originalName == nil ? 0 : AttributeFlags.originalName))
-            attribute.defaultValue.append(to: &writer)
-            if let originalName = attribute.originalName { writer.appendLengthPrefixed(originalName.utf8) }
+            writer.append(attribute.defaultValue)
+            if let originalName = attribute.originalName { writer.appendLengthPrefixed(originalName) }
         }
         writer.append(UInt32(truncatingIfNeeded: entity.relationships.count))
         for relationship in entity.relationships {
             writer.append(relationship.id)
-            writer.appendLengthPrefixed(relationship.name.utf8)
+            writer.appendLengthPrefixed(relationship.name)
             writer.append(relationship.destinationID)
             writer.append(relationship.inverseID ?? 0)
             writer.append(relationship.cardinality.storageTag)
             writer.append(relationship.deleteRule.storageTag)
             writer.append(UInt8(relationship.isOptional ? 1 : 0) | (relationship.originalName == nil ? 0 : originalNameFlag))
-            if let originalName = relationship.originalName { writer.appendLengthPrefixed(originalName.utf8) }
+            if let originalName = relationship.originalName { writer.appendLengthPrefixed(originalName) }
         }
     }
 

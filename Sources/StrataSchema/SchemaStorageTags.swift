@@ -22,7 +22,7 @@ extension AttributeType {
     /// Appends the tag, then (codable only) the type name as a length-prefixed string.
     package func append(to writer: inout ByteWriter) {
         writer.append(storageTag)
-        if case .codable(let typeName) = self { writer.appendLengthPrefixed(typeName.utf8) }
+        if case .codable(let typeName) = self { writer.appendLengthPrefixed(typeName) }
     }
 
     /// Reads what `append(to:)` wrote.

@@ -9,8 +9,8 @@ import StrataFormat
 import StrataTestSupport
 
 /// The direct paths between typed records and bytes (`RecordLayout`, `RecordFieldReader`,
-/// `RecordFieldWriter`) agree with the general ones they replace: the same bytes, the same
-/// values, the same errors.
+/// `RecordFieldWriter`) agree with the general ones and with a reader written from the spec
+/// alone: the same bytes, the same values, the same errors.
 @Suite struct RecordDirectCodingTests {
     let encoder = RecordEncoder()
     let decoder = RecordDecoder()
@@ -21,59 +21,113 @@ import StrataTestSupport
         return RecordLayout(version: version, entityID: try #require(version.entity(named: "Sample")?.id))
     }
 
-    /// The decoder the direct reader replaced, written against `ByteReader` and `Value.read`.
+    /// The record decoded by a reader written from the spec alone (`SpecRecordReader`).
     static func referenceDecode(_ bytes: [UInt8]) -> Result<[UInt32: Value], FormatError> {
-        Result { () throws(FormatError) in
-            try decodingFormat {
-                try bytes.withUnsafeBytes { buffer in
-                    var reader = ByteReader(buffer)
-                    let format = try reader.read(UInt8.self, "record format byte")
-                    guard format != 0 else { throw FormatError("record format byte 0 is invalid", at: 0) }
-                    guard format <= 2 else { throw FormatError("record format \(format) is newer than 2", at: 0, unsupportedVersion: UInt16(format)) }
-                    let count = try reader.readVarint(atMost: reader.remaining / 2, "record field count")
-                    var values: [UInt32: Value] = [:]
-                    var previous: UInt32?
-                    for _ in 0..<count {
-                        let start = reader.position
-                        let raw = try reader.readVarint("attribute id")
-                        guard let id = UInt32(exactly: raw) else { throw FormatError("attribute id \(raw) exceeds the limit \(UInt32.max)", at: start) }
-                        if let previous, id <= previous {
-                            throw FormatError("attribute id \(id) follows \(previous): ids must strictly increase", at: start)
-                        }
-                        let tagStart = reader.position
-                        let rawTag = try reader.read(UInt8.self, "type tag of attribute \(id)")
-                        guard let tag = ValueTag(rawValue: rawTag), tag != .null, tag != .references || format >= 2 else {
-                            throw FormatError(rawTag == 0 ? "attribute \(id) stores a null tag; nulls are omitted"
-                                                          : "unknown value tag \(rawTag) for attribute \(id)", at: tagStart)
-                        }
-                        values[id] = try Value.read(tag, from: &reader, "value of attribute \(id)")
-                        previous = id
-                    }
-                    guard reader.remaining == 0 else {
-                        throw FormatError("\(reader.remaining) bytes after the last field of the record", at: reader.position)
-                    }
-                    guard format == 1 || values.values.contains(where: { if case .references = $0 { true } else { false } }) else {
-                        throw FormatError("a record of format 2 holds no references; it must be written in format 1", at: 0)
-                    }
-                    return values
-                }
-            }
-        }
+        SpecRecordReader.decode(bytes)
     }
 
     @Test func decodingAgreesWithTheReferenceOnHostileBytes() {
         let seed = SeededRandom.seed(default: 0xD1EC7)
         print("RecordDirectCodingTests.decodingAgreesWithTheReferenceOnHostileBytes seed: \(seed)")
-        var random = SeededRandom(seed: seed)
-        let good = RecordCodec.encode(RecordCodecTests.everyKind)
-        var inputs = (0..<good.count).map { Array(good[..<$0]) }
-        for round in 0..<5_000 { inputs.append(Mutator.mutate(round % 2 == 0 ? good : Array(good.prefix(40)), round: round, using: &random)) }
-        for (index, input) in inputs.enumerated() {
+        for (index, input) in Self.hostileRecords(seed: seed).enumerated() {
             let direct = Result { () throws(FormatError) in try RecordCodec.decode(input) }
             switch (direct, Self.referenceDecode(input)) {
             case (.success(let a), .success(let b)): #expect(a == b, "input \(index), seed \(seed)")
             case (.failure(let a), .failure(let b)): #expect(a == b, "input \(index), seed \(seed)")
             default: Issue.record("input \(index): direct \(direct), seed \(seed)")
+            }
+        }
+    }
+
+    /// Hostile inputs: every prefix of a good record of every kind, and mutations of it.
+    static func hostileRecords(seed: UInt64, rounds: Int = 5_000) -> [[UInt8]] {
+        var random = SeededRandom(seed: seed)
+        let good = RecordCodec.encode(RecordCodecTests.everyKind)
+        var inputs = (0..<good.count).map { Array(good[..<$0]) }
+        for round in 0..<rounds { inputs.append(Mutator.mutate(round % 2 == 0 ? good : Array(good.prefix(40)), round: round, using: &random)) }
+        return inputs
+    }
+
+    /// A field lookup walks what the spec's lookup walks: the same value or the same error,
+    /// for every id of the record and for ids between and beyond them.
+    @Test func lookupAgreesWithTheSpecOnHostileBytes() {
+        let seed = SeededRandom.seed(default: 0x100C0B)
+        print("RecordDirectCodingTests.lookupAgreesWithTheSpecOnHostileBytes seed: \(seed)")
+        let ids: [UInt32] = RecordCodecTests.everyKind.keys.sorted() + [0, 24, 129, 5_000, UInt32.max - 1]
+        for (index, input) in Self.hostileRecords(seed: seed, rounds: 1_500).enumerated() {
+            for id in ids {
+                let direct = Result { () throws(FormatError) in try RecordCodec.value(of: id, in: input) }
+                switch (direct, SpecRecordReader.lookUp(id, in: input)) {
+                case (.success(let a), .success(let b)): #expect(a == b, "input \(index), id \(id), seed \(seed)")
+                case (.failure(let a), .failure(let b)): #expect(a == b, "input \(index), id \(id), seed \(seed)")
+                default: Issue.record("input \(index), id \(id): direct \(direct), seed \(seed)")
+                }
+            }
+        }
+    }
+
+    /// The byte-level pre-filter, which finds fields with the same reader, answers only where
+    /// the field the spec finds gives that answer, on hostile bytes too.
+    @Test func preFilterAnswersOnlyWhatTheSpecsFieldGives() {
+        let seed = SeededRandom.seed(default: 0xF117E5)
+        print("RecordDirectCodingTests.preFilterAnswersOnlyWhatTheSpecsFieldGives seed: \(seed)")
+        let probes: [(UInt32, Value)] = [(3, .int(0)), (7, .int(.max)), (14, .string("Ada Lovelace")), (15, .string("x")),
+                                         (9, .double(0)), (19, .date(Date(timeIntervalSinceReferenceDate: -1.25e9))), (2, .bool(true)),
+                                         (16_383, .string("x")), (24, .int(1))]
+        var answered = 0
+        for (index, input) in Self.hostileRecords(seed: seed, rounds: 1_500).enumerated() {
+            for (id, constant) in probes {
+                let condition = RecordCondition.compare(attributeID: id, .equal, constant, absent: .null)
+                guard let answer = input.withUnsafeBytes({ condition.evaluate($0) }) else { continue }
+                answered += 1
+                guard case .success(let stored) = SpecRecordReader.lookUp(id, in: input) else {
+                    Issue.record("input \(index), id \(id): answered \(answer) where the spec finds no field, seed \(seed)")
+                    continue
+                }
+                // As Swift compares the decoded values: doubles and dates by IEEE `==` (-0.0 == 0).
+                let equal: Bool = switch (stored, constant) {
+                case (.double(let a), .double(let b)): a == b
+                case (.date(let a), .date(let b)): a.timeIntervalSinceReferenceDate == b.timeIntervalSinceReferenceDate
+                default: stored == constant
+                }
+                #expect(answer == equal, "input \(index), id \(id): \(stored) == \(constant), seed \(seed)")
+            }
+        }
+        #expect(answered > 1_000)
+    }
+
+    /// Values outside records (catalog defaults) are read and written by the record's reader
+    /// and writer: the spec's values and errors, and the bytes a record holds.
+    @Test func valuesOutsideRecordsAgreeWithTheSpec() {
+        let seed = SeededRandom.seed(default: 0x7A1)
+        print("RecordDirectCodingTests.valuesOutsideRecordsAgreeWithTheSpec seed: \(seed)")
+        var random = SeededRandom(seed: seed)
+        for value in [Value.null] + RecordCodecTests.everyKind.values {
+            var writer = ByteWriter()
+            writer.append(value)
+            let record = RecordCodec.encode([1: value])
+            if !value.isNull { #expect(Array(record.dropFirst(3)) == writer.bytes, "\(value)") }
+            var inputs = (0...writer.bytes.count).map { Array(writer.bytes[..<$0]) }
+            for round in 0..<200 { inputs.append(Mutator.mutate(writer.bytes, round: round, using: &random)) }
+            for input in inputs {
+                let direct = Result { () throws(FormatError) in
+                    try decodingFormat { try input.withUnsafeBytes { buffer in
+                        var reader = ByteReader(buffer)
+                        return (try Value.read(from: &reader, "default"), reader.position)
+                    } }
+                }
+                let spec = Result { () throws(FormatError) in
+                    var reader = SpecRecordReader(input)
+                    let tagStart = reader.position
+                    let tag = try reader.byte("type tag of default")
+                    guard tag <= 10 else { throw FormatError("unknown value tag \(tag) for default", at: tagStart) }
+                    return (try reader.payload(tag, "default"), reader.position)
+                }
+                switch (direct, spec) {
+                case (.success(let a), .success(let b)): #expect(a == b, "\(input), seed \(seed)")
+                case (.failure(let a), .failure(let b)): #expect(a == b, "\(input), seed \(seed)")
+                default: Issue.record("\(input): direct \(direct), spec \(spec), seed \(seed)")
+                }
             }
         }
     }

@@ -23,7 +23,7 @@ import StrataTestSupport
 
     static func encoded(_ value: Value) -> [UInt8] {
         var writer = ByteWriter()
-        value.append(to: &writer)
+        writer.append(value)
         return writer.bytes
     }
 
