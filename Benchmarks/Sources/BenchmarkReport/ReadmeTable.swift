@@ -26,8 +26,8 @@ package enum ReadmeTable {
                 "[\(index + 1)] `\(document.path)` (\(document.date), \(document.cpu), \(document.machineCores) cores)"
             }.joined(separator: "; ") + ".",
             "",
-            "| workload | records | cores | Strata | × SQLite | × LMDB | × RocksDB | × other | peak memory | run | notes |",
-            "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
+            "| workload | records | cores | Strata | × SQLite | × LMDB | × RocksDB | × other | peak memory | anon memory | run | notes |",
+            "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
         ]
         for group in groups(results.entries) {
             lines.append(row(group))
@@ -81,6 +81,7 @@ package enum ReadmeTable {
         let others = group.filter { entry in entry.row.baseline.map { !peerColumns.contains($0) } ?? false }
         cells.append(others.isEmpty ? "—" : others.map { cell($0.row, named: true) }.joined(separator: "; "))
         cells.append(ReportFormat.megabytes(first.peakMemoryBytes))
+        cells.append(first.peakAnonymousMemoryBytes.map(ReportFormat.megabytes) ?? "—")
         cells.append(Array(Set(group.map { $0.source + 1 })).sorted().map { "[\($0)]" }.joined(separator: " "))
         cells.append(first.notes)
         return "| " + cells.map(ReportFormat.cell).joined(separator: " | ") + " |"

@@ -16,8 +16,10 @@ package struct ResultRow: Sendable, Equatable {
     package var baselineSeconds: Double?
     /// Strata's time over the baseline's (below 1: Strata is faster), when there is one.
     package var ratio: Double?
-    /// Peak resident memory of the Strata work, in bytes.
+    /// Peak resident memory of the Strata work, in bytes (VmHWM: mapped store pages included).
     package var peakMemoryBytes: Double
+    /// Its peak anonymous memory (without mapped files' pages), when the file reports it.
+    package var peakAnonymousMemoryBytes: Double?
     /// The harness's remark.
     package var notes: String
     /// The CPU cores the row ran on (1 or 2); 2 when the row does not say.
@@ -45,6 +47,7 @@ package struct ResultRow: Sendable, Equatable {
             throw ReportError.malformedResults(path: path, reason: "result \(index) (\(workload)) names a baseline without baseline_seconds")
         }
         peakMemoryBytes = json["strata_peak_memory_bytes"]?.number ?? 0
+        peakAnonymousMemoryBytes = json["strata_peak_anon_memory_bytes"]?.number
         notes = json["notes"]?.string ?? ""
         cores = json["cores"]?.number.map { Int($0) } ?? 2
         fields = json

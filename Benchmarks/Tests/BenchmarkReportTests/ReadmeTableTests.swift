@@ -37,10 +37,10 @@ import Testing
         // read-by-id at 2 cores (sqlite, lmdb) and at 1 (sqlite, rocksdb), page-append,
         // migrate-split, migrate-lightweight, count.
         #expect(rows.count == 6)
-        #expect(rows[0] == "| read-by-id | 1,000,000 | 2 | 0.200 s | **0.80** (0.250 s) | **2.00** (0.100 s) | — | — | 100 MB | [2] | fair \\| sqlite |")
-        #expect(rows[1] == "| page-append | 65,536 | 2 | 2.400 s | — | — | — | copy **1.20** (2.000 s) | 124 MB | [1] | old |")
-        #expect(rows[2] == "| read-by-id | 1,000,000 | 1 | 0.300 s | **1.20** (0.250 s) | — | **0.50** (0.400 s) | — | 100 MB | [2] |  |")
-        #expect(rows.contains("| migrate-lightweight | 1,000,000 | 2 | **3.0 ms** | — | — | — | — | 24 MB | [2] |  |"))
+        #expect(rows[0] == "| read-by-id | 1,000,000 | 2 | 0.200 s | **0.80** (0.250 s) | **2.00** (0.100 s) | — | — | 100 MB | 40 MB | [2] | fair \\| sqlite |")
+        #expect(rows[1] == "| page-append | 65,536 | 2 | 2.400 s | — | — | — | copy **1.20** (2.000 s) | 124 MB | — | [1] | old |")
+        #expect(rows[2] == "| read-by-id | 1,000,000 | 1 | 0.300 s | **1.20** (0.250 s) | — | **0.50** (0.400 s) | — | 100 MB | — | [2] |  |")
+        #expect(rows.contains("| migrate-lightweight | 1,000,000 | 2 | **3.0 ms** | — | — | — | — | 24 MB | — | [2] |  |"))
         #expect(rows.contains { $0.hasPrefix("| count | 1,000,000 | 2 | 0.5 µs | **2.5e-05** (20.0 ms) |") })
         #expect(lines.contains { $0.hasPrefix("Results files: [1] `Benchmarks/results/old.json` (2026-11-30T00:00:00Z, Old CPU, 2 cores); [2]") })
         #expect(try ReadmeTable.sources(in: lines.joined(separator: "\n"), path: "README.md")

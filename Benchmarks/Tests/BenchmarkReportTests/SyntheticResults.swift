@@ -9,7 +9,8 @@ enum SyntheticResults {
         {"machine": {"cores": 2, "cpu": "Test CPU", "date": "2026-12-02T05:00:00Z"},
          "results": [
           {"workload": "read-by-id", "records": 1000000, "strata_seconds": 0.2, "baseline": "sqlite", "baseline_seconds": 0.25,
-           "ratio": 0.8, "strata_peak_memory_bytes": 104857600, "notes": "fair | sqlite", "cores": 2,
+           "ratio": 0.8, "strata_peak_memory_bytes": 104857600, "strata_peak_anon_memory_bytes": 41943040,
+           "notes": "fair | sqlite", "cores": 2,
            "baseline_settings": {"mmap_size": 268435456}},
           {"workload": "read-by-id", "records": 1000000, "strata_seconds": 0.3, "baseline": "sqlite", "baseline_seconds": 0.25,
            "ratio": 1.2, "strata_peak_memory_bytes": 104857600, "notes": "", "cores": 1},

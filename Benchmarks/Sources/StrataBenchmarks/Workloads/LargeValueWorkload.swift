@@ -190,7 +190,7 @@ enum LargeValueWorkload {
     static func run(_ context: WorkloadContext) throws -> WorkloadResult {
         let count = valueBytes(context.scale)
         var extra: [(key: String, value: JSONValue)] = [("value_bytes", .int(Int64(count))), ("target_ratio", .double(targetRatio))]
-        var notes: [String] = [], peak: UInt64 = 0, worst = 0.0, seconds = 0.0
+        var notes: [String] = [], peak: UInt64 = 0, anonymousPeak: UInt64 = 0, worst = 0.0, seconds = 0.0
         for kind in Kind.allCases {
             var ratios: [String] = []
             for step in Step.allCases {
@@ -204,6 +204,7 @@ enum LargeValueWorkload {
                           ("\(key)_ratio_after_open", .double(valueRatio)), ("\(key)_seconds", .double(try report.double("seconds")))]
                 ratios.append(String(format: "%@ %.2f", step.rawValue, ratio))
                 peak = max(peak, stepPeak)
+                anonymousPeak = max(anonymousPeak, report.peakAnonymousMemoryBytes)
                 if step.hasTarget { worst = max(worst, ratio) }
                 if kind == .random && (step == .write || step == .read) { seconds += try report.double("seconds") }
             }
@@ -216,6 +217,7 @@ enum LargeValueWorkload {
                          worst, targetRatio),
             extra: extra + [("worst_ratio", .double(worst))])
         result.peakMemoryBytes = peak  // the steps' own processes
+        result.peakAnonymousMemoryBytes = anonymousPeak
         return result
     }
 }
