@@ -18,18 +18,7 @@ import Glibc
     static let sources = #filePath.split(separator: "/", omittingEmptySubsequences: false).dropLast(3).joined(separator: "/") + "/Sources"
 
     @Test func everyPublicDeclarationIsDocumented() throws {
-        var files: [String] = []
-        func collect(_ directory: String) {
-            guard let handle = opendir(directory) else { return }
-            defer { closedir(handle) }
-            while let entry = readdir(handle) {
-                let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-                guard name != ".", name != ".." else { continue }
-                let path = directory + "/" + name
-                if name.hasSuffix(".swift") { files.append(path) } else if !name.contains(".") { collect(path) }
-            }
-        }
-        collect(Self.sources)
+        let files = Self.swiftFiles(under: Self.sources)
         #expect(files.count > 50, "read \(files.count) source files under \(Self.sources)")
         var undocumented: [String] = []
         var declarations = 0
@@ -49,6 +38,20 @@ import Glibc
         }
         #expect(declarations > 300, "found \(declarations) public declarations")
         #expect(undocumented.isEmpty, "public declarations without a doc comment:\n\(undocumented.joined(separator: "\n"))")
+    }
+
+    /// Every `.swift` file under `directory`, recursively.
+    static func swiftFiles(under directory: String) -> [String] {
+        var files: [String] = []
+        guard let handle = opendir(directory) else { return files }
+        defer { closedir(handle) }
+        while let entry = readdir(handle) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            guard name != ".", name != ".." else { continue }
+            let path = directory + "/" + name
+            if name.hasSuffix(".swift") { files.append(path) } else if !name.contains(".") { files += swiftFiles(under: path) }
+        }
+        return files
     }
 
     /// Whether a trimmed source line declares something public or open (not an extension, an

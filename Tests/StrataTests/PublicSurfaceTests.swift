@@ -5,10 +5,6 @@ import Foundation
 #endif
 import Testing
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// The public surface is declared in one place (Docs/Architecture.md, "Layers"): every public
 /// type the layers under the facade define is re-exported by name in
 /// `Sources/Strata/PublicAPI.swift` (a scoped `@_exported import`, or a `public typealias`),
@@ -18,24 +14,10 @@ import Glibc
     /// The targets under the facade whose public types reach the API.
     static let lowerTargets = ["StrataIO", "StrataFormat", "StrataPageLog", "StrataSchema", "StrataRecords", "StrataHistory", "StrataMigration"]
 
-    /// Every `.swift` file under `directory`, recursively.
-    static func swiftFiles(under directory: String) -> [String] {
-        var files: [String] = []
-        guard let handle = opendir(directory) else { return files }
-        defer { closedir(handle) }
-        while let entry = readdir(handle) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-            guard name != ".", name != ".." else { continue }
-            let path = directory + "/" + name
-            if name.hasSuffix(".swift") { files.append(path) } else if !name.contains(".") { files += swiftFiles(under: path) }
-        }
-        return files
-    }
-
     /// The public top-level types of `target`: "Module.Name".
     static func publicTypes(of target: String) throws -> Set<String> {
         var names: Set<String> = []
-        for file in swiftFiles(under: sources + "/" + target) {
+        for file in PublicDocumentationTests.swiftFiles(under: sources + "/" + target) {
             for line in try String(contentsOfFile: file, encoding: .utf8).split(separator: "\n") {
                 guard line.hasPrefix("public ") else { continue }  // top level: no indentation
                 let words = line.split(separator: " ")
@@ -70,7 +52,7 @@ import Glibc
 
     @Test func noSourceReexportsAWholeModule() throws {
         var whole: [String] = []
-        for file in Self.swiftFiles(under: Self.sources) {
+        for file in PublicDocumentationTests.swiftFiles(under: Self.sources) {
             for (index, line) in try String(contentsOfFile: file, encoding: .utf8).split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
                 let words = line.split(separator: " ")
                 if words.count == 3, words[0] == "@_exported", words[1] == "import" {
