@@ -48,6 +48,9 @@ struct StreamProbe {
     var revisits = 0
     /// Whether didMigrate's enumerate and fetch disagreed after its loop (a flush may be in flight).
     var enumerateDiffers = false
+    /// `AheadPlan`: each record didMigrate visited, as it saw it, and how many times.
+    var seen: [UInt64: StreamV2.Person] = [:]
+    var visits: [UInt64: Int] = [:]
 }
 
 private let streamProbes = Lock<[UInt: StreamProbe]>([:])
@@ -134,6 +137,51 @@ enum StreamPlan: SchemaMigrationPlan {
         }
         if let first = extras.first { result[first] = nil }
         return result
+    }
+}
+
+/// V1 → StreamV2 whose didMigrate changes records ahead of its enumeration as well as the one
+/// it visits: the visited record is split; the one 20 further (in the batch read ahead, with
+/// batches of 16) is renamed, and for every third record the one 37 further is deleted —
+/// flushed into the store (every 25 changes) before their turn. `rule` is the reference: what
+/// each record should be when its turn comes.
+enum AheadPlan: SchemaMigrationPlan {
+    static var schemas: [any VersionedSchema.Type] { [PeopleV1.self, StreamV2.self] }
+    static var stages: [MigrationStage] {
+        [.custom(fromVersion: PeopleV1.self, toVersion: StreamV2.self, willMigrate: nil, didMigrate: { context in
+            try context.enumerate(FetchDescriptor<StreamV2.Person>(), batchSize: 16) { match in
+                let id = match.id.rawValue
+                withStreamProbe { $0.seen[id] = match.record; $0.visits[id, default: 0] += 1 }
+                try context.update(match.id, to: StreamPlan.split(match.record))
+                if let later = try context.record(for: RecordID<StreamV2.Person>(rawValue: id + 20)) {
+                    try context.update(RecordID(rawValue: id + 20), to: renamed(later, id + 20))
+                }
+                if id % 3 == 0 { try context.delete(RecordID<StreamV2.Person>(rawValue: id + 37)) }
+            }
+            try context.save()
+        })]
+    }
+
+    static func renamed(_ person: StreamV2.Person, _ id: UInt64) -> StreamV2.Person {
+        StreamV2.Person(fullName: "Ahead, \(id)", age: person.age, firstName: "", lastName: "")
+    }
+
+    /// What didMigrate should see of each record of `MigrationTests.v1People(count)` at its
+    /// turn (records deleted before their turn are absent).
+    static func expectedVisits(_ count: Int) -> [UInt64: StreamV2.Person] {
+        var current: [UInt64: StreamV2.Person] = [:]
+        for (index, old) in MigrationTests.v1People(count).enumerated() {
+            current[UInt64(index + 1)] = StreamV2.Person(fullName: old.fullName, age: old.age, firstName: "", lastName: "")
+        }
+        var seen: [UInt64: StreamV2.Person] = [:]
+        for id in 1...UInt64(count) {
+            guard let person = current[id] else { continue }
+            seen[id] = person
+            current[id] = StreamPlan.split(person)
+            if let later = current[id + 20] { current[id + 20] = renamed(later, id + 20) }
+            if id % 3 == 0 { current[id + 37] = nil }
+        }
+        return seen
     }
 }
 
@@ -291,6 +339,37 @@ enum StreamPlan: SchemaMigrationPlan {
         let reopened = try Store(at: folder, schema: StreamV2.self)
         #expect(try Context(reopened).fetchCount(FetchDescriptor<StreamV2.Person>()) == expected.count)
         try reopened.close()
+    }
+
+    /// In a migration closure the next batch is read ahead on another thread while the block
+    /// works through this one; changes the block makes ahead of its position — flushed into
+    /// the store before their turn, some into the batch read ahead — are what it sees at their
+    /// turn: each record visited once, none after its deletion, every value as the reference.
+    /// (Flush bounds that end flushes at different places in the batches.)
+    @Test(arguments: [5, 16, 25, 33, 40])
+    func changesAheadOfTheEnumerationAreSeenAcrossFlushesAndReadAhead(flushBound: Int) throws {
+        let count = 600
+        withStreamProbe { $0 = StreamProbe() }
+        defer { withStreamProbe { $0 = StreamProbe() } }
+        let folder = try temporaryDirectory()
+        defer { removeDirectory(folder) }
+        try MigrationTests.createV1(at: folder, count: count)
+        var configuration = Store.Configuration()
+        configuration.migrationFlushChanges = flushBound
+        let store = try Store(at: folder, schema: StreamV2.self, migrationPlan: AheadPlan.self, configuration: configuration)
+        defer { try? store.close() }
+        let probe = withStreamProbe { $0 }
+        let expected = AheadPlan.expectedVisits(count)
+        #expect(probe.visits.values.allSatisfy { $0 == 1 }, "records visited more than once (flushes of \(flushBound))")
+        #expect(Set(probe.seen.keys) == Set(expected.keys), "flushes of \(flushBound)")
+        for (id, person) in expected { #expect(probe.seen[id] == person, "record \(id) at its turn (flushes of \(flushBound))") }
+        // Every change to a record came before its turn: the store holds each visited record
+        // split from what the closure saw, and nothing else.
+        let stored = try Context(store).fetch(FetchDescriptor<StreamV2.Person>())
+        #expect(stored.count == expected.count)
+        for record in stored {
+            #expect(expected[record.id.rawValue].map(StreamPlan.split) == record.record, "record \(record.id) stored (flushes of \(flushBound))")
+        }
     }
 
     @Test func aDidMigrateFailingAfterSeveralFlushesLeavesEveryFileByteIdentical() throws {

@@ -3,6 +3,8 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
+import Dispatch
+import StrataIO
 import StrataRecords
 import StrataSchema
 
@@ -87,6 +89,10 @@ extension Context {
     /// context sees each one when its turn comes (see `enumerate`): `visit` gets each record's
     /// identifier, its bytes and the pre-filter's answer (nil: the predicate must decide), and
     /// returns whether to go on. While `visit` runs, `visiting` names the record.
+    ///
+    /// In a migration closure's context (the store's only writer while it runs), the next
+    /// batch's stored records are read on another thread while `visit` works through this
+    /// one: the closure's loop then spends its core on decoding, its own work and encoding.
     @usableFromInline
     func enumerateCandidates<Record: PersistentRecord>(of type: Record.Type, predicate: Predicate<Record>?, batchSize: Int,
                                                        _ visit: (UInt64, UnsafeRawBufferPointer, Bool?) throws -> Bool) throws {
@@ -96,16 +102,43 @@ extension Context {
         let filters = condition.isUseful
         // Records inserted from now on have larger identifiers: they are not visited.
         let end: UInt64 = pinnedSnapshot != nil ? .max : store.engine.nextID(ofHierarchyOf: entityID)
-        let size = max(1, batchSize)
+        let stretch = Stretch(family: family, end: end, count: max(1, batchSize), condition: condition, filters: filters)
+        let watch = ReadWatch()
+        readWatches.append(watch)
+        defer { readWatches.removeAll { $0 === watch } }
+        var ahead: ReadAhead?  // the stored records after the batch's, when it is visited to its end
         var cursor: UInt64 = 0  // the last identifier visited or passed
         while true {
-            let generation = changeGeneration
-            let batch = try readBatch(family: family, after: cursor, below: end, count: size, condition: condition, filters: filters)
-            if batch.records.isEmpty { return }
+            var generation = changeGeneration
+            watch.batchStaleUpTo = 0
+            let stored: StoredRecords
+            // The batch read ahead holds records after `after`, as its snapshot held them: still
+            // what the store holds unless a write since changed records after `after`.
+            if let taken = ahead, watch.aheadStaleUpTo <= taken.after {
+                stored = try taken.wait()
+            } else {
+                stored = try stretch.read(in: try readSnapshot(), after: cursor)
+            }
+            ahead = nil
+            let batch = merge(stored, family: family, after: cursor, filters: filters, condition: condition)
+            if stageFlush != nil, stored.bound < end {
+                // Records the flush being written changed after the snapshot's position may or
+                // may not be in the snapshot: then the batch read ahead is not used.
+                watch.aheadStaleUpTo = flushing?.largestID ?? 0
+                ahead = ReadAhead(stretch: stretch, snapshot: try readSnapshot(), after: stored.bound - 1)
+            }
+            var complete = true
             for candidate in batch.records {
-                // The unsaved changes left the context (saved, flushed, rolled back): the batch is
+                // The unsaved changes left the context (saved, flushed, rolled back) and, with
+                // them, records after the cursor may have changed in the store: the batch is
                 // stale; read the records after the cursor again.
-                if changeGeneration != generation { break }
+                if changeGeneration != generation {
+                    if watch.batchStaleUpTo > cursor {
+                        complete = false
+                        break
+                    }
+                    generation = changeGeneration
+                }
                 cursor = candidate.id
                 // The record as this context sees it now: `visit` may have changed it since the
                 // batch was read.
@@ -126,15 +159,22 @@ extension Context {
                 visiting = (candidate.id, candidate.entity, generation, own == nil ? changeStamp : nil)
                 defer { visiting = nil }
                 let goesOn = try current.map { try $0.withUnsafeBytes { try visit(candidate.id, $0, decided) } }
-                    ?? batch.bytes.withUnsafeBytes { try visit(candidate.id, UnsafeRawBufferPointer(rebasing: $0[candidate.range]), decided) }
+                    ?? stored.bytes.withUnsafeBytes { try visit(candidate.id, UnsafeRawBufferPointer(rebasing: $0[candidate.range]), decided) }
                 if !goesOn { return }
+            }
+            if complete {
+                // Every record of the family below the bound was visited or passed.
+                if stored.bound >= end { return }
+                cursor = max(cursor, stored.bound - 1)
+            } else {
+                ahead = nil
             }
         }
     }
 
-    /// Records `enumerate` read: the stored ones' bytes back to back in one buffer (no array
-    /// per record), each record's concrete entity, the pre-filter's answer, and the bytes of
-    /// an unsaved change it came from.
+    /// Records `enumerate` visits: the stored ones' bytes stay in their `StoredRecords`
+    /// buffer (no array per record); each record's concrete entity, the pre-filter's answer,
+    /// and the bytes of an unsaved change it came from.
     private struct Batch {
         struct Record {
             var id: UInt64
@@ -144,59 +184,132 @@ extension Context {
             var unsaved: [UInt8]?
         }
         var records: [Record] = []
-        var bytes: [UInt8] = []
     }
 
-    /// Up to about `count` records of `family` with identifiers after `cursor` and below `end`
-    /// that the pre-filter does not reject, in identifier order, as this context sees them now:
-    /// a stretch of identifiers read whole (at most `count` from each tree, plus the unsaved
-    /// changes in that stretch), so the next batch starts after the last one.
-    private func readBatch(family: [UInt32], after cursor: UInt64, below end: UInt64, count: Int,
-                           condition: RecordCondition, filters: Bool) throws -> Batch {
-        guard cursor < end - 1 || end == .max else { return Batch() }
-        var batch = Batch()
-        var bound = end  // identifiers below it are read whole in every tree
-        let snapshot = try readSnapshot()
-        for member in family {
-            let pending = changes[member] ?? [:], inFlight = flushing?.changes[member] ?? [:]
-            var kept = 0
-            let limit = bound
-            try translatingErrors {
-                // Read with pread, not through the memory map: a pass over a whole store leaves
-                // nothing of it mapped into the process.
-                try snapshot.reader(for: member).scan(from: cursor + 1, mapped: false) { id, bytes in
-                    guard id < limit else { return false }
-                    if !pending.isEmpty, pending[id] != nil { return true }  // the unsaved change wins (below)
-                    if !inFlight.isEmpty, inFlight[id] != nil { return true }
-                    let decided = filters ? condition.evaluate(bytes) : nil
-                    guard decided != false else { return true }
-                    let start = batch.bytes.count
-                    batch.bytes.append(contentsOf: bytes)
-                    batch.records.append(Batch.Record(id: id, entity: member, range: start..<batch.bytes.count, decided: decided, unsaved: nil))
-                    kept += 1
-                    if kept == count {
-                        bound = id + 1
-                        return false
+    /// Stored records of a stretch of identifiers that the pre-filter does not reject, as one
+    /// snapshot holds them: their bytes back to back in one buffer, and `bound`, below which
+    /// every identifier of the stretch was read in every tree of the family.
+    struct StoredRecords: Sendable {
+        struct Record: Sendable {
+            var id: UInt64
+            var entity: UInt32
+            var range: Range<Int>
+            var decided: Bool?
+        }
+        var records: [Record] = []
+        var bytes: [UInt8] = []
+        var bound: UInt64
+    }
+
+    /// How `enumerate` reads the store: which trees, up to which identifier, how many records
+    /// and bytes a batch holds at most, and the pre-filter.
+    struct Stretch: Sendable {
+        /// The bytes past which a batch ends (after the record that passed them): records of
+        /// megabytes do not make a batch of gigabytes.
+        static let maximumBytes = 4 << 20
+
+        let family: [UInt32]
+        let end: UInt64
+        let count: Int
+        let condition: RecordCondition
+        let filters: Bool
+
+        /// Up to about `count` records of `family` in `snapshot` with identifiers after
+        /// `cursor` and below `end` that the pre-filter does not reject, in identifier order:
+        /// at most `count` (and about `maximumBytes`) from each tree, so the next batch starts
+        /// after `bound`.
+        func read(in snapshot: RecordSnapshot, after cursor: UInt64) throws -> StoredRecords {
+            var stored = StoredRecords(bound: end)
+            guard cursor < end - 1 || end == .max else { return stored }
+            for member in family {
+                var kept = 0
+                let limit = stored.bound
+                let firstByte = stored.bytes.count
+                try translatingErrors {
+                    // Read with pread, not through the memory map: a pass over a whole store leaves
+                    // nothing of it mapped into the process.
+                    try snapshot.reader(for: member).scan(from: cursor + 1, mapped: false) { id, bytes in
+                        guard id < limit else { return false }
+                        let decided = filters ? condition.evaluate(bytes) : nil
+                        guard decided != false else { return true }
+                        let start = stored.bytes.count
+                        stored.bytes.append(contentsOf: bytes)
+                        stored.records.append(StoredRecords.Record(id: id, entity: member, range: start..<stored.bytes.count, decided: decided))
+                        kept += 1
+                        if kept == count || stored.bytes.count - firstByte >= Self.maximumBytes {
+                            stored.bound = id + 1
+                            return false
+                        }
+                        return true
                     }
-                    return true
+                }
+            }
+            if family.count > 1 { stored.records.removeAll { $0.id >= stored.bound } }
+            return stored
+        }
+    }
+
+    /// The next batch's stored records, read on another thread from a snapshot taken when it
+    /// was started.
+    final class ReadAhead: Sendable {
+        let after: UInt64
+        private let finished = DispatchSemaphore(value: 0)
+        private let outcome = Lock<Result<StoredRecords, any Error>?>(nil)
+
+        init(stretch: Stretch, snapshot: RecordSnapshot, after: UInt64) {
+            self.after = after
+            DispatchQueue.global(qos: .userInitiated).async { [self] in
+                let result = Result { try stretch.read(in: snapshot, after: after) }
+                outcome.withLock { $0 = result }
+                finished.signal()
+            }
+        }
+
+        func wait() throws -> StoredRecords {
+            finished.wait()
+            // Set before `finished` is signalled.
+            return try outcome.withLock { $0 }?.get() ?? StoredRecords(bound: after + 1)
+        }
+    }
+
+    /// The records `enumerate` visits after `cursor`, as this context sees them now: the
+    /// stored ones without an unsaved change (of this context or the flush being written),
+    /// and the unsaved inserts and updates below the stored records' bound — in identifier
+    /// order.
+    private func merge(_ stored: StoredRecords, family: [UInt32], after cursor: UInt64, filters: Bool,
+                       condition: RecordCondition) -> Batch {
+        var batch = Batch()
+        batch.records.reserveCapacity(stored.records.count)
+        let bound = stored.bound
+        // No unsaved change has an identifier above these (an enumeration that changes each
+        // record at its turn looks nothing up).
+        let ownAbove = largestChangedID, inFlightAbove = flushing?.largestID ?? 0
+        for record in stored.records where record.id > cursor {
+            // The unsaved change wins (below).
+            if record.id <= ownAbove, changes[record.entity]?[record.id] != nil { continue }
+            if record.id <= inFlightAbove, flushing?.changes[record.entity]?[record.id] != nil { continue }
+            batch.records.append(Batch.Record(id: record.id, entity: record.entity, range: record.range, decided: record.decided, unsaved: nil))
+        }
+        var added = false
+        if ownAbove > cursor || inFlightAbove > cursor {
+            for member in family {
+                let unsaved = changes[member] ?? [:]
+                for (id, change) in flushing?.changes[member] ?? [:] where id > cursor && id < bound && unsaved[id] == nil {
+                    guard case .upsert(let bytes, _) = change else { continue }
+                    let decided = filters ? bytes.withUnsafeBytes { condition.evaluate($0) } : nil
+                    if decided != false { batch.records.append(Batch.Record(id: id, entity: member, range: 0..<0, decided: decided, unsaved: bytes)) }
+                    added = true
+                }
+                for (id, change) in unsaved where id > cursor && id < bound {
+                    guard case .upsert(let bytes, _) = change else { continue }
+                    let decided = filters ? bytes.withUnsafeBytes { condition.evaluate($0) } : nil
+                    if decided != false { batch.records.append(Batch.Record(id: id, entity: member, range: 0..<0, decided: decided, unsaved: bytes)) }
+                    added = true
                 }
             }
         }
-        for member in family {
-            let unsaved = changes[member] ?? [:]
-            for (id, change) in flushing?.changes[member] ?? [:] where id > cursor && id < bound && unsaved[id] == nil {
-                guard case .upsert(let bytes, _) = change else { continue }
-                let decided = filters ? bytes.withUnsafeBytes { condition.evaluate($0) } : nil
-                if decided != false { batch.records.append(Batch.Record(id: id, entity: member, range: 0..<0, decided: decided, unsaved: bytes)) }
-            }
-            for (id, change) in unsaved where id > cursor && id < bound {
-                guard case .upsert(let bytes, _) = change else { continue }
-                let decided = filters ? bytes.withUnsafeBytes { condition.evaluate($0) } : nil
-                if decided != false { batch.records.append(Batch.Record(id: id, entity: member, range: 0..<0, decided: decided, unsaved: bytes)) }
-            }
-        }
-        if family.count > 1 { batch.records.removeAll { $0.id >= bound } }
-        batch.records.sort { $0.id < $1.id }
+        // The trees' records interleave, and the unsaved ones go between them.
+        if family.count > 1 || added { batch.records.sort { $0.id < $1.id } }
         return batch
     }
 }

@@ -115,13 +115,16 @@ extension Context {
                 graph.reserveUpserts(changes.values.reduce(0) { $0 + $1.count })
                 // In the order the trees are written (per entity: updates, then inserts, each by
                 // id), so the graph's sort finds its input sorted.
-                for (entityID, entityChanges) in changes.sorted(by: { $0.key < $1.key }) {
+                // (The identifiers are sorted, not the changes: no copy of each.)
+                for entityID in changes.keys.sorted() {
+                    guard let entityChanges = changes[entityID] else { continue }
                     var inserts: [(id: UInt64, bytes: [UInt8])] = []
-                    for (id, change) in entityChanges.sorted(by: { $0.key < $1.key }) {
-                        switch change {
-                        case .upsert(let bytes, true): inserts.append((id, bytes))
-                        case .upsert(let bytes, false): graph.stageUpsert(entityID: entityID, id: id, bytes: bytes, isNew: false)
-                        case .delete: graph.stageDelete(entityID: entityID, id: id)
+                    for id in entityChanges.keys.sorted() {
+                        switch entityChanges[id] {
+                        case .upsert(let bytes, true)?: inserts.append((id, bytes))
+                        case .upsert(let bytes, false)?: graph.stageUpsert(entityID: entityID, id: id, bytes: bytes, isNew: false)
+                        case .delete?: graph.stageDelete(entityID: entityID, id: id)
+                        case nil: break
                         }
                     }
                     for insert in inserts { graph.stageUpsert(entityID: entityID, id: insert.id, bytes: insert.bytes, isNew: true) }
@@ -163,6 +166,7 @@ extension Context {
     func saveWithStage(_ extra: @escaping (RecordTransaction) throws -> Void) throws {
         try waitForFlush()
         try Self.write(changes, to: store, author: author, stage: .last(stageFlush.map(state(of:)), extra))
+        recordsWentStale(upTo: largestChangedID)
         forgetChanges()
     }
 
@@ -186,6 +190,7 @@ extension Context {
         if !store.engine.uniqueAttributes.isEmpty {
             stageFlush.counts = try Self.write(changes, to: store, author: author, stage: .flush(state))
             stageFlush.flushes += 1
+            recordsWentStale(upTo: largestChangedID)
             forgetChanges()
             return
         }
@@ -210,8 +215,11 @@ extension Context {
         guard let flush = flushing else { return }
         flush.finished.wait()
         flushing = nil
+        // The flush's changes are freed on another thread: the closure goes on meanwhile.
+        defer { DispatchQueue.global(qos: .utility).async { withExtendedLifetime(flush) {} } }
         switch flush.outcome.withLock({ $0 }) {
         case .success(let counts)?:
+            recordsWentStale(upTo: flush.largestID)
             stageFlush?.counts = counts
         case .failure(let error)?:
             stageFlush?.flushes -= 1

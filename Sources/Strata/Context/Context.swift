@@ -88,6 +88,9 @@ public final class Context {
     /// it up in the store again; while the stamp is unchanged, it has no unsaved change of
     /// this context either, so `update` looks up nothing.
     @exclusivity(unchecked) var visiting: (id: UInt64, entity: UInt32, generation: Int, unchangedAt: Int?)?
+    /// The enumerations under way, each told when records it read may have gone stale
+    /// (``recordsWentStale(upTo:)``).
+    @exclusivity(unchecked) var readWatches: [ReadWatch] = []
     /// The unique values unsaved inserts and updates hold: entity id → attribute id → full
     /// index key → record id (so two inserts of one unique value in a context make one record).
     private var pendingUnique: [UInt32: [UInt32: [[UInt8]: UInt64]]] = [:]
@@ -244,6 +247,7 @@ public final class Context {
     public func save() throws {
         guard hasChanges, !savesWithStage else { return }
         try Self.write(changes, to: store, author: author)
+        recordsWentStale(upTo: largestChangedID)
         forgetChanges()
     }
 
@@ -257,6 +261,7 @@ public final class Context {
         guard hasChanges, !savesWithStage else { return }
         let changes = changes, store = store, author = author
         _ = try await store.runOffTheCooperativePool { try Self.write(changes, to: store, author: author) }
+        recordsWentStale(upTo: largestChangedID)
         forgetChanges()
     }
 
@@ -277,8 +282,22 @@ public final class Context {
         largestChangedID = 0
     }
 
+    /// Records with identifiers up to `id` that an enumeration under way read (from the
+    /// store, or from this context's changes) may no longer be what the store and the context
+    /// hold: this context's changes up to `id` were written into the store (saved, flushed),
+    /// or left it unwritten (rolled back, taken back: `.max`). Changes that only move into the
+    /// flush being written are no such event: reads still see them (``inFlightChange(_:_:)``).
+    func recordsWentStale(upTo id: UInt64) {
+        guard !readWatches.isEmpty else { return }
+        // A write may also change records it was not given: the inverses of relationships,
+        // the record an insert's unique value matched in the store.
+        let upTo = store.model.hasRelationships || !store.engine.uniqueAttributes.isEmpty ? UInt64.max : id
+        for watch in readWatches { watch.wentStale(upTo: upTo) }
+    }
+
     /// Puts changes back under the unsaved ones (those made since win): a flush that failed.
     func takeBack(_ taken: [UInt32: [UInt64: Change]]) {
+        recordsWentStale(upTo: .max)
         for (entityID, entityChanges) in taken {
             for (id, change) in entityChanges where changes[entityID]?[id] == nil {
                 changes[entityID, default: [:]][id] = change
@@ -316,6 +335,7 @@ public final class Context {
 
     /// Forgets every unsaved change.
     public func rollback() {
+        recordsWentStale(upTo: .max)
         forgetChanges()
     }
 
@@ -589,5 +609,21 @@ public final class Context {
             }
         }
         return found
+    }
+}
+
+/// What an enumeration under way (``Context/enumerate(_:batchSize:_:)``) learns from its
+/// context: up to which identifier the records it read may have gone stale since
+/// (``Context/recordsWentStale(upTo:)``). Records after the enumeration's position with
+/// larger identifiers are still as read.
+final class ReadWatch {
+    /// Since the batch being visited was read.
+    var batchStaleUpTo: UInt64 = 0
+    /// Since the batch read ahead took its snapshot.
+    var aheadStaleUpTo: UInt64 = 0
+
+    func wentStale(upTo id: UInt64) {
+        batchStaleUpTo = max(batchStaleUpTo, id)
+        aheadStaleUpTo = max(aheadStaleUpTo, id)
     }
 }

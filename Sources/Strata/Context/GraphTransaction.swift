@@ -259,9 +259,15 @@ final class GraphTransaction {
         let schemaVersion = store.binding.versionID
         try store.translating {
             // Per entity, updates before inserts (see `rank`). Staged in this order already
-            // (`Context.write`), the sort only checks it.
+            // (`Context.write`): then it is only checked, not sorted (no copy of each upsert).
+            func order(_ index: Int) -> (UInt32, Int, UInt64) {
+                (upserts[index].key.entityID, upserts[index].isNew ? 1 : 0, upserts[index].key.id)
+            }
+            if upserts.indices.dropFirst().contains(where: { order($0) < order($0 - 1) }) {
+                upserts.sort { ($0.key.entityID, $0.isNew ? 1 : 0, $0.key.id) < ($1.key.entityID, $1.isNew ? 1 : 0, $1.key.id) }
+            }
             var current: (entityID: UInt32, tree: RecordTreeWriter)?
-            for upsert in upserts.sorted(by: { ($0.key.entityID, $0.isNew ? 1 : 0, $0.key.id) < ($1.key.entityID, $1.isNew ? 1 : 0, $1.key.id) }) {
+            for upsert in upserts {
                 let key = upsert.key
                 let tree: RecordTreeWriter
                 if let current, current.entityID == key.entityID {

@@ -54,6 +54,10 @@ package struct EntityModel: Sendable {
 
     package func info(_ entityID: UInt32) -> EntityInfo? { entities[entityID] }
 
+    /// Whether any entity has a relationship (a write may then change records it was not
+    /// given: inverses).
+    package var hasRelationships: Bool { !relationships.isEmpty }
+
     /// The entity and its sub-entities; just the id for an unknown entity.
     package func family(of entityID: UInt32) -> [UInt32] { entities[entityID]?.family ?? [entityID] }
 
