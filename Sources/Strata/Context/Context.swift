@@ -337,16 +337,18 @@ public final class Context {
     /// context sees it (its unsaved change first), if there is one.
     @usableFromInline
     func withRecordBytes(of type: any PersistentRecord.Type, id: UInt64, _ body: (UnsafeRawBufferPointer) throws -> Void) throws {
-        if let pinnedSnapshot {
+        if pinnedSnapshot != nil {
             // A read transaction: nothing unsaved, one snapshot — the readers of the type's
-            // family are resolved once and reused while the type stays the same.
+            // family are resolved once and reused while the type stays the same. (The snapshot
+            // is not bound here: a copy of it is a handful of retains and releases per read.)
             let key = ObjectIdentifier(type)
-            if pinnedReaders?.type != key {
+            if pinnedReaders?.type != key, let pinnedSnapshot {
                 let family = store.model.family(of: try store.entityID(of: type))
                 pinnedReaders = (key, family.map { pinnedSnapshot.reader(for: $0) })
             }
-            for reader in pinnedReaders?.readers ?? [] {
-                if try translatingErrors({ try reader.withRecordBytes(id, body) }) { return }
+            guard let readers = pinnedReaders?.readers else { return }
+            for index in readers.indices {
+                if try translatingErrors({ try readers[index].withRecordBytes(id, body) }) { return }
             }
             return
         }
