@@ -12,7 +12,10 @@ import StrataIO
 /// opening a large store does not read its whole table (24 bytes per page). A chunk is
 /// *materialized* (its entries stored in this table) before the writer changes it.
 package struct PageTable: Sendable {
-    package static let chunkEntries = CheckpointRoot.defaultChunkEntries
+    /// The format's default, `CheckpointRoot.defaultChunkEntries` (a test checks they are
+    /// equal), written out so a lookup divides by a constant (a shift) and calls no lazy
+    /// initializer of another module's constant.
+    package static let chunkEntries = 1024
 
     /// Each chunk is either empty (no page in it, or pending) or exactly `chunkEntries` long.
     package private(set) var chunks: [[PageLocation]] = []
