@@ -97,6 +97,9 @@ public final class Context {
     let pinnedSnapshot: RecordSnapshot?
     /// With a pinned snapshot: the record type last read and the readers of its family.
     private var pinnedReaders: (type: ObjectIdentifier, readers: [RecordTreeReader])?
+    /// With a pinned snapshot: the interior nodes its point reads went through (made at the
+    /// first), so the next reads skip the shared node cache down to a leaf's parent.
+    private var pinnedInteriorNodes: InteriorNodeMemo?
     /// The record type last decoded by `record(for:)`, with a decoding session on its
     /// entity's layout (which reuses one decoding state from record to record).
     @exclusivity(unchecked) private var lastDecoding: (type: ObjectIdentifier, session: RecordDecodingSession)?
@@ -347,8 +350,13 @@ public final class Context {
                 pinnedReaders = (key, family.map { pinnedSnapshot.reader(for: $0) })
             }
             guard let readers = pinnedReaders?.readers else { return }
+            let memo: InteriorNodeMemo
+            if let pinnedInteriorNodes { memo = pinnedInteriorNodes } else {
+                memo = InteriorNodeMemo()
+                pinnedInteriorNodes = memo
+            }
             for index in readers.indices {
-                if try translatingErrors({ try readers[index].withRecordBytes(id, body) }) { return }
+                if try translatingErrors({ try readers[index].withRecordBytes(id, memo: memo, body) }) { return }
             }
             return
         }
