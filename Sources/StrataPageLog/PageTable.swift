@@ -12,7 +12,10 @@ import StrataIO
 /// opening a large store does not read its whole table (24 bytes per page). A chunk is
 /// *materialized* (its entries stored in this table) before the writer changes it.
 package struct PageTable: Sendable {
-    package static let chunkEntries = CheckpointRoot.defaultChunkEntries
+    /// The format's default, `CheckpointRoot.defaultChunkEntries` (a test checks they are
+    /// equal), written out so a lookup divides by a constant (a shift) and calls no lazy
+    /// initializer of another module's constant.
+    package static let chunkEntries = 1024
 
     /// Each chunk is either empty (no page in it, or pending) or exactly `chunkEntries` long.
     package private(set) var chunks: [[PageLocation]] = []
@@ -29,9 +32,11 @@ package struct PageTable: Sendable {
         guard chunk < chunks.count else { return .none }
         let slot = Int(id % UInt64(Self.chunkEntries))
         if !chunks[chunk].isEmpty { return chunks[chunk][slot] }
-        guard chunk < pending.count, let lazy = pending[chunk] else { return .none }
-        let entries = try lazy.entries()
-        return entries.isEmpty ? .none : entries[slot]
+        // The pending chunk is used in place (`location(at:)`), not bound to a variable and
+        // its entries not returned as an array: no reference counting per lookup (a point
+        // read looks up a page a few times).
+        guard chunk < pending.count else { return .none }
+        return try pending[chunk]?.location(at: slot) ?? .none
     }
 
     /// Sets the location of page `id` (`.none` removes it), materializing its chunk first.
@@ -200,6 +205,15 @@ final class PendingChunk: @unchecked Sendable {
     func entries() throws -> [PageLocation] {
         if isLoaded.load(ordering: .acquiring) { return loaded }
         return try load()
+    }
+
+    /// The location in slot `slot` (< `entriesPerChunk`) of the chunk: `.none` when the chunk
+    /// holds no page.
+    @inline(__always)
+    func location(at slot: Int) throws -> PageLocation {
+        if isLoaded.load(ordering: .acquiring) { return loaded.isEmpty ? .none : loaded[slot] }
+        let entries = try load()
+        return entries.isEmpty ? .none : entries[slot]
     }
 
     private func load() throws -> [PageLocation] {

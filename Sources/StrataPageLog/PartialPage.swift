@@ -159,12 +159,16 @@ extension Snapshot {
                                           reason: "segment \(location.segment), which holds page \(pageID), is missing")
         }
         let offset = UInt64(location.offset)
-        try PageLog.checkFrameLength(location.length, path: file.path, offset: offset)
+        // The path is fetched once (each fetch through the existential retains and releases
+        // it), and `verify` is a local function, not a closure value: no context is
+        // allocated per read.
+        let path = file.path
+        try PageLog.checkFrameLength(location.length, path: path, offset: offset)
         let read: Void? = try PageLog.translatingIOErrors {
-            let verify = { (raw: UnsafeRawBufferPointer) throws in
-                let (header, stored) = try PageLog.verifiedFrame(raw, path: file.path, offset: offset, headOnly: headOnly)
-                try PageLog.checkPageFrame(header, pageID: pageID, location: location, path: file.path)
-                try body(header, stored, file.path, offset)
+            func verify(_ raw: UnsafeRawBufferPointer) throws {
+                let (header, stored) = try PageLog.verifiedFrame(raw, path: path, offset: offset, headOnly: headOnly)
+                try PageLog.checkPageFrame(header, pageID: pageID, location: location, path: path)
+                try body(header, stored, path, offset)
             }
             if mapped && mayMap(location) { return try file.withBytes(at: offset, count: Int(location.length), verify) }
             if let window { return try window.withBytes(file, segment: segment, offset: offset, count: Int(location.length), verify) }

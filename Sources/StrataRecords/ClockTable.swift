@@ -55,6 +55,17 @@ package struct ClockTable<Object> {
         return objects[position]
     }
 
+    /// What `body` makes of the object under `key` (marked as used), or nil when it is not
+    /// cached: for a caller that casts the object, which then is not copied out of the table
+    /// first.
+    @inline(__always)
+    package mutating func withObject<Result>(_ key: Key, _ body: (borrowing Object) -> Result) -> Result? {
+        guard let slot = find(key) else { return nil }
+        let position = Int(slots[slot])
+        referenced[position] = true
+        return body(objects[position])
+    }
+
     /// Whether `key` is cached, without marking it used (tests).
     package func contains(_ key: Key) -> Bool { find(key) != nil }
 

@@ -119,8 +119,8 @@ package final class NodeCache: Sendable {
         let key = Key(pageID: pageID, lsn: location.lsn)
         return state.withLock { state -> Probe in
             let hash = ClockTable<any CachedPage>.hash(key)
-            if let entry = state.table.get(key) {
-                guard let node = entry.asNode else {
+            if let entry = state.table.withObject(key, { $0.asNode }) {
+                guard let node = entry else {
                     return .admit  // another kind of page under this key: `node` reports it
                 }
                 // Interior nodes are always cached: only leaves compete for admission, so

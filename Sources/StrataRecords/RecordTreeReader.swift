@@ -35,14 +35,15 @@ package struct RecordTreeReader: Sendable {
     /// Whether a record with this id exists (an overflowed record is not read, only its
     /// reference found).
     package func contains(_ id: UInt64) throws -> Bool {
-        if case .absent = try lookup(id, { _ in }) { return false }
+        if case .absent = try lookup(id, memo: nil, { _ in }) { return false }
         return true
     }
 
     /// `withRecord` without a result: true when the record exists (and `body` was called).
     /// Not generic, so a caller that is not specialized makes no type metadata for it.
-    package func withRecordBytes(_ id: UInt64, _ body: (UnsafeRawBufferPointer) throws -> Void) throws -> Bool {
-        switch try lookup(id, body) {
+    /// `memo`: interior nodes kept between the lookups of one thread in this reader's snapshot.
+    package func withRecordBytes(_ id: UInt64, memo: InteriorNodeMemo? = nil, _ body: (UnsafeRawBufferPointer) throws -> Void) throws -> Bool {
+        switch try lookup(id, memo: memo, body) {
         case .absent: return false
         case .found: return true
         case .overflow(let reference, let pageID):
@@ -62,17 +63,22 @@ package struct RecordTreeReader: Sendable {
 
     /// Finds record `id`; calls `body` with its bytes when they are stored inline.
     /// Not generic, so no type metadata is made per call.
-    private func lookup(_ id: UInt64, _ body: (UnsafeRawBufferPointer) throws -> Void) throws -> Lookup {
+    private func lookup(_ id: UInt64, memo: InteriorNodeMemo?, _ body: (UnsafeRawBufferPointer) throws -> Void) throws -> Lookup {
         guard root.rootPageID != 0 else { return .absent }
         var pageID = root.rootPageID
         for _ in 0..<64 {
             let node: CachedNode
-            switch try cache.probe(pageID, in: snapshot) {
-            case .hit(let cached): node = cached
-            case .admit: node = try cache.node(pageID, in: snapshot)
-            case .bypass:
-                if let answer = try lookupInUncachedLeaf(id, pageID: pageID, body) { return answer }
-                node = try cache.node(pageID, in: snapshot)  // not a leaf: interior nodes are always cached
+            if let remembered = memo?.node(pageID) {
+                node = remembered
+            } else {
+                switch try cache.probe(pageID, in: snapshot) {
+                case .hit(let cached): node = cached
+                case .admit: node = try cache.node(pageID, in: snapshot)
+                case .bypass:
+                    if let answer = try lookupInUncachedLeaf(id, pageID: pageID, body) { return answer }
+                    node = try cache.node(pageID, in: snapshot)  // not a leaf: interior nodes are always cached
+                }
+                if node.kind == .interior { memo?.remember(node, pageID: pageID) }
             }
             switch node.kind {
             case .interior:
@@ -347,6 +353,44 @@ package struct RecordTreeReader: Sendable {
         }
         guard let proceed else { throw RecordTreeError.missingPage(pageID: pageID) }
         return proceed
+    }
+}
+
+/// The interior nodes of one snapshot's record trees that one thread's point lookups went
+/// through (a `Store.read` transaction's), kept between lookups: a lookup then goes from the
+/// root to a leaf's parent without probing the shared node cache at each level (its lock, its
+/// table, a copy of the entry, the page table). The nodes are the cache's own, verified when
+/// they were read; a page id names one page image in a snapshot, so a memo serves the lookups
+/// of one snapshot only. Direct-mapped by page id (a node whose slot another took is probed
+/// in the cache again). Not thread-safe.
+package final class InteriorNodeMemo {
+    /// The page id in each slot (0, never a node's, when empty) and its node. (Unchecked:
+    /// used on one thread, and no access overlaps another.)
+    @exclusivity(unchecked) private var pageIDs: [UInt64]
+    @exclusivity(unchecked) private var nodes: [CachedNode?]
+    private let shift: UInt64
+
+    /// A memo of `2^bits` slots (128 by default: a 1M-record tree has about 50 interior nodes).
+    package init(bits: Int = 7) {
+        pageIDs = [UInt64](repeating: 0, count: 1 << bits)
+        nodes = [CachedNode?](repeating: nil, count: 1 << bits)
+        shift = UInt64(64 - bits)
+    }
+
+    @inline(__always)
+    private func slot(_ pageID: UInt64) -> Int { Int(truncatingIfNeeded: (pageID &* 0x9E37_79B9_7F4A_7C15) >> shift) }
+
+    /// The interior node of page `pageID`, if remembered.
+    func node(_ pageID: UInt64) -> CachedNode? {
+        let slot = slot(pageID)
+        return pageIDs[slot] == pageID ? nodes[slot] : nil
+    }
+
+    /// Remembers `node`, the interior node of page `pageID` (in place of the slot's node).
+    func remember(_ node: CachedNode, pageID: UInt64) {
+        let slot = slot(pageID)
+        pageIDs[slot] = pageID
+        nodes[slot] = node
     }
 }
 

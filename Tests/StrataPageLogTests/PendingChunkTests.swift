@@ -26,6 +26,11 @@ import StrataTestSupport
         return fs
     }
 
+    /// The page table's chunk size, written out for its lookups, is the format's default.
+    @Test func chunkSizeIsTheFormatDefault() {
+        #expect(PageTable.chunkEntries == CheckpointRoot.defaultChunkEntries)
+    }
+
     static func payload(_ id: UInt64, _ version: Int) -> [UInt8] {
         Array("page \(id) version \(version)".utf8)
     }

@@ -100,6 +100,9 @@ public final class Context {
     let pinnedSnapshot: RecordSnapshot?
     /// With a pinned snapshot: the record type last read and the readers of its family.
     private var pinnedReaders: (type: ObjectIdentifier, readers: [RecordTreeReader])?
+    /// With a pinned snapshot: the interior nodes its point reads went through (made at the
+    /// first), so the next reads skip the shared node cache down to a leaf's parent.
+    private var pinnedInteriorNodes: InteriorNodeMemo?
     /// The record type last decoded by `record(for:)`, with a decoding session on its
     /// entity's layout (which reuses one decoding state from record to record).
     @exclusivity(unchecked) private var lastDecoding: (type: ObjectIdentifier, session: RecordDecodingSession)?
@@ -357,16 +360,23 @@ public final class Context {
     /// context sees it (its unsaved change first), if there is one.
     @usableFromInline
     func withRecordBytes(of type: any PersistentRecord.Type, id: UInt64, _ body: (UnsafeRawBufferPointer) throws -> Void) throws {
-        if let pinnedSnapshot {
+        if pinnedSnapshot != nil {
             // A read transaction: nothing unsaved, one snapshot — the readers of the type's
-            // family are resolved once and reused while the type stays the same.
+            // family are resolved once and reused while the type stays the same. (The snapshot
+            // is not bound here: a copy of it is a handful of retains and releases per read.)
             let key = ObjectIdentifier(type)
-            if pinnedReaders?.type != key {
+            if pinnedReaders?.type != key, let pinnedSnapshot {
                 let family = store.model.family(of: try store.entityID(of: type))
                 pinnedReaders = (key, family.map { pinnedSnapshot.reader(for: $0) })
             }
-            for reader in pinnedReaders?.readers ?? [] {
-                if try translatingErrors({ try reader.withRecordBytes(id, body) }) { return }
+            guard let readers = pinnedReaders?.readers else { return }
+            let memo: InteriorNodeMemo
+            if let pinnedInteriorNodes { memo = pinnedInteriorNodes } else {
+                memo = InteriorNodeMemo()
+                pinnedInteriorNodes = memo
+            }
+            for index in readers.indices {
+                if try translatingErrors({ try readers[index].withRecordBytes(id, memo: memo, body) }) { return }
             }
             return
         }
