@@ -141,7 +141,7 @@ enum StreamPlan: SchemaMigrationPlan {
 }
 
 /// V1 → StreamV2 whose didMigrate changes records ahead of its enumeration as well as the one
-/// it visits: the visited record is split; the one 20 further (in the batch read ahead, with
+/// it visits: the visited record is split; the one 20 further (in the next batch, with
 /// batches of 16) is renamed, and for every third record the one 37 further is deleted —
 /// flushed into the store (every 25 changes) before their turn. `rule` is the reference: what
 /// each record should be when its turn comes.
@@ -307,6 +307,37 @@ enum AheadPlan: SchemaMigrationPlan {
         }
     }
 
+    /// Records the predicate rejected when their stretch was read, changed by the block to
+    /// match before their turn (past the last record the batch visited, at the store's end), are
+    /// visited with their new values — unsaved, or saved by the block meanwhile.
+    @Test func recordsChangedToMatchBeforeTheirTurnAreVisited() throws {
+        for saving in [false, true] {
+            for batchSize in [4, 7, 5_000] {
+                let folder = try temporaryDirectory()
+                defer { removeDirectory(folder) }
+                let store = try Store(at: folder, schema: PeopleV1.self)
+                defer { try? store.close() }
+                try store.write { transaction in
+                    for age in 1...30 { try transaction.insert(PeopleV1.Person(fullName: "P\(age)", age: age)) }
+                }
+                let context = Context(store)
+                var seen: [UInt64: Int] = [:]
+                try context.enumerate(FetchDescriptor<PeopleV1.Person>(predicate: #Predicate { $0.age < 25 }), batchSize: batchSize) { match in
+                    #expect(seen[match.id.rawValue] == nil, "record \(match.id) visited twice (batch \(batchSize), saving \(saving))")
+                    seen[match.id.rawValue] = match.record.age
+                    if match.id.rawValue == 10 {
+                        for id in UInt64(26)...30 { try context.update(RecordID(rawValue: id), to: PeopleV1.Person(fullName: "P\(id)", age: 0)) }
+                        if saving { try context.save() }
+                    }
+                }
+                var expected: [UInt64: Int] = [:]
+                for id in UInt64(1)...24 { expected[id] = Int(id) }
+                for id in UInt64(26)...30 { expected[id] = 0 }
+                #expect(seen == expected, "batch \(batchSize), saving \(saving)")
+            }
+        }
+    }
+
     // MARK: didMigrate over a large store
 
     @Test func didMigrateOverMoreRecordsThanTheFlushBoundChecksEveryValue() throws {
@@ -341,13 +372,13 @@ enum AheadPlan: SchemaMigrationPlan {
         try reopened.close()
     }
 
-    /// In a migration closure the next batch is read ahead on another thread while the block
-    /// works through this one; changes the block makes ahead of its position — flushed into
-    /// the store before their turn, some into the batch read ahead — are what it sees at their
-    /// turn: each record visited once, none after its deletion, every value as the reference.
+    /// Changes a migration closure makes ahead of its enumeration's position — flushed into the
+    /// store before their turn, the flushes ending at different places in the batches — are
+    /// what it sees at their turn: each record visited once, none after its deletion, every
+    /// value as the reference.
     /// (Flush bounds that end flushes at different places in the batches.)
     @Test(arguments: [5, 16, 25, 33, 40])
-    func changesAheadOfTheEnumerationAreSeenAcrossFlushesAndReadAhead(flushBound: Int) throws {
+    func changesAheadOfTheEnumerationAreSeenAcrossFlushes(flushBound: Int) throws {
         let count = 600
         withStreamProbe { $0 = StreamProbe() }
         defer { withStreamProbe { $0 = StreamProbe() } }

@@ -3,8 +3,6 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
-import Dispatch
-import StrataIO
 import StrataRecords
 import StrataSchema
 
@@ -89,10 +87,6 @@ extension Context {
     /// context sees each one when its turn comes (see `enumerate`): `visit` gets each record's
     /// identifier, its bytes and the pre-filter's answer (nil: the predicate must decide), and
     /// returns whether to go on. While `visit` runs, `visiting` names the record.
-    ///
-    /// In a migration closure's context (the store's only writer while it runs), the next
-    /// batch's stored records are read on another thread while `visit` works through this
-    /// one: the closure's loop then spends its core on decoding, its own work and encoding.
     @usableFromInline
     func enumerateCandidates<Record: PersistentRecord>(of type: Record.Type, predicate: Predicate<Record>?, batchSize: Int,
                                                        _ visit: (UInt64, UnsafeRawBufferPointer, Bool?) throws -> Bool) throws {
@@ -106,39 +100,23 @@ extension Context {
         let watch = ReadWatch()
         readWatches.append(watch)
         defer { readWatches.removeAll { $0 === watch } }
-        var ahead: ReadAhead?  // the stored records after the batch's, when it is visited to its end
         var cursor: UInt64 = 0  // the last identifier visited or passed
+        // Stored records up to it were read in a batch whose candidates were all visited or
+        // passed, and have not changed in the store since: the next batch's stored records
+        // start after it (its unsaved ones, after the cursor).
+        var readUpTo: UInt64 = 0
         while true {
             var generation = changeGeneration
-            watch.batchStaleUpTo = 0
-            let stored: StoredRecords
-            // The batch read ahead holds records after `after`, as its snapshot held them: still
-            // what the store holds unless a write since changed records after `after`.
-            if let taken = ahead, watch.aheadStaleUpTo <= taken.after {
-                stored = try taken.wait()
-            } else {
-                stored = try stretch.read(in: try readSnapshot(), after: cursor)
-            }
-            ahead = nil
+            watch.staleUpTo = 0
+            let stored = try stretch.read(in: try readSnapshot(), after: max(cursor, readUpTo))
             let batch = merge(stored, family: family, after: cursor, filters: filters, condition: condition)
-            if stageFlush != nil, stored.bound < end {
-                // Records the flush being written changed after the snapshot's position may or
-                // may not be in the snapshot: then the batch read ahead is not used.
-                watch.aheadStaleUpTo = flushing?.largestID ?? 0
-                ahead = ReadAhead(stretch: stretch, snapshot: try readSnapshot(), after: stored.bound - 1)
-            }
-            var complete = true
+            if batch.records.isEmpty && stored.bound >= end { return }
             for candidate in batch.records {
-                // The unsaved changes left the context (saved, flushed, rolled back) and, with
-                // them, records after the cursor may have changed in the store: the batch is
-                // stale; read the records after the cursor again.
-                if changeGeneration != generation {
-                    if watch.batchStaleUpTo > cursor {
-                        complete = false
-                        break
-                    }
-                    generation = changeGeneration
-                }
+                // Changes written into the store (saved, flushed) or rolled back reach past the
+                // cursor: records after it may have changed, the batch is stale; read the
+                // records after the cursor again. (Changes behind the cursor leave it as it is.)
+                if watch.staleUpTo > cursor { break }
+                generation = changeGeneration
                 cursor = candidate.id
                 // The record as this context sees it now: `visit` may have changed it since the
                 // batch was read.
@@ -162,13 +140,7 @@ extension Context {
                     ?? stored.bytes.withUnsafeBytes { try visit(candidate.id, UnsafeRawBufferPointer(rebasing: $0[candidate.range]), decided) }
                 if !goesOn { return }
             }
-            if complete {
-                // Every record of the family below the bound was visited or passed.
-                if stored.bound >= end { return }
-                cursor = max(cursor, stored.bound - 1)
-            } else {
-                ahead = nil
-            }
+            readUpTo = watch.staleUpTo > cursor ? cursor : stored.bound - 1
         }
     }
 
@@ -189,8 +161,8 @@ extension Context {
     /// Stored records of a stretch of identifiers that the pre-filter does not reject, as one
     /// snapshot holds them: their bytes back to back in one buffer, and `bound`, below which
     /// every identifier of the stretch was read in every tree of the family.
-    struct StoredRecords: Sendable {
-        struct Record: Sendable {
+    private struct StoredRecords {
+        struct Record {
             var id: UInt64
             var entity: UInt32
             var range: Range<Int>
@@ -203,7 +175,7 @@ extension Context {
 
     /// How `enumerate` reads the store: which trees, up to which identifier, how many records
     /// and bytes a batch holds at most, and the pre-filter.
-    struct Stretch: Sendable {
+    private struct Stretch {
         /// The bytes past which a batch ends (after the record that passed them): records of
         /// megabytes do not make a batch of gigabytes.
         static let maximumBytes = 4 << 20
@@ -246,29 +218,6 @@ extension Context {
             }
             if family.count > 1 { stored.records.removeAll { $0.id >= stored.bound } }
             return stored
-        }
-    }
-
-    /// The next batch's stored records, read on another thread from a snapshot taken when it
-    /// was started.
-    final class ReadAhead: Sendable {
-        let after: UInt64
-        private let finished = DispatchSemaphore(value: 0)
-        private let outcome = Lock<Result<StoredRecords, any Error>?>(nil)
-
-        init(stretch: Stretch, snapshot: RecordSnapshot, after: UInt64) {
-            self.after = after
-            DispatchQueue.global(qos: .userInitiated).async { [self] in
-                let result = Result { try stretch.read(in: snapshot, after: after) }
-                outcome.withLock { $0 = result }
-                finished.signal()
-            }
-        }
-
-        func wait() throws -> StoredRecords {
-            finished.wait()
-            // Set before `finished` is signalled.
-            return try outcome.withLock { $0 }?.get() ?? StoredRecords(bound: after + 1)
         }
     }
 

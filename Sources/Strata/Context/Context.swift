@@ -628,12 +628,7 @@ public final class Context {
 /// larger identifiers are still as read.
 final class ReadWatch {
     /// Since the batch being visited was read.
-    var batchStaleUpTo: UInt64 = 0
-    /// Since the batch read ahead took its snapshot.
-    var aheadStaleUpTo: UInt64 = 0
+    var staleUpTo: UInt64 = 0
 
-    func wentStale(upTo id: UInt64) {
-        batchStaleUpTo = max(batchStaleUpTo, id)
-        aheadStaleUpTo = max(aheadStaleUpTo, id)
-    }
+    func wentStale(upTo id: UInt64) { staleUpTo = max(staleUpTo, id) }
 }
