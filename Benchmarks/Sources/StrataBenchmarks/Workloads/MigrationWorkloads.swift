@@ -591,8 +591,9 @@ enum ContextSplitWorkload {
                 let report = try context.runPartProcess("sqlite-\(size)")
                 row.sqlite.append((try report.double("seconds"), try report.peakMemoryBytes))
             }
-            // Rounds of the three, the order rotating, so no side always follows another.
-            let rounds = size >= 5_000_000 ? 1 : Self.rounds
+            // Rounds of the three, the order rotating, so no side always follows another; three
+            // at every size (the target is a ratio, and one round of a noisy machine is no median).
+            let rounds = Self.rounds
             for round in 0..<rounds {
                 var sides: [() throws -> Void] = [
                     { row.context.append(try strata("context", "didMigrate: enumerate, split, update, save")) },
