@@ -110,8 +110,8 @@ extension Context {
             watch.staleUpTo = 0
             let stored = try stretch.read(in: try readSnapshot(), after: max(cursor, readUpTo))
             let batch = merge(stored, family: family, after: cursor, filters: filters, condition: condition)
-            if batch.records.isEmpty && stored.bound >= end { return }
-            for candidate in batch.records {
+            if batch.isEmpty && stored.bound >= end { return }
+            for candidate in batch {
                 // Changes written into the store (saved, flushed) or rolled back reach past the
                 // cursor: records after it may have changed, the batch is stale; read the
                 // records after the cursor again. (Changes behind the cursor leave it as it is.)
@@ -144,31 +144,22 @@ extension Context {
         }
     }
 
-    /// Records `enumerate` visits: the stored ones' bytes stay in their `StoredRecords`
-    /// buffer (no array per record); each record's concrete entity, the pre-filter's answer,
-    /// and the bytes of an unsaved change it came from.
-    private struct Batch {
-        struct Record {
-            var id: UInt64
-            var entity: UInt32
-            var range: Range<Int>
-            var decided: Bool?
-            var unsaved: [UInt8]?
-        }
-        var records: [Record] = []
+    /// A record `enumerate` visits: its concrete entity, where its bytes lie in its
+    /// `StoredRecords` buffer (no array per record), the pre-filter's answer, and the bytes of
+    /// the unsaved change it came from (then `range` is empty).
+    private struct Candidate {
+        var id: UInt64
+        var entity: UInt32
+        var range: Range<Int>
+        var decided: Bool?
+        var unsaved: [UInt8]?
     }
 
     /// Stored records of a stretch of identifiers that the pre-filter does not reject, as one
     /// snapshot holds them: their bytes back to back in one buffer, and `bound`, below which
     /// every identifier of the stretch was read in every tree of the family.
     private struct StoredRecords {
-        struct Record {
-            var id: UInt64
-            var entity: UInt32
-            var range: Range<Int>
-            var decided: Bool?
-        }
-        var records: [Record] = []
+        var records: [Candidate] = []
         var bytes: [UInt8] = []
         var bound: UInt64
     }
@@ -206,7 +197,7 @@ extension Context {
                         guard decided != false else { return true }
                         let start = stored.bytes.count
                         stored.bytes.append(contentsOf: bytes)
-                        stored.records.append(StoredRecords.Record(id: id, entity: member, range: start..<stored.bytes.count, decided: decided))
+                        stored.records.append(Candidate(id: id, entity: member, range: start..<stored.bytes.count, decided: decided, unsaved: nil))
                         kept += 1
                         if kept == count || stored.bytes.count - firstByte >= Self.maximumBytes {
                             stored.bound = id + 1
@@ -226,10 +217,9 @@ extension Context {
     /// and the unsaved inserts and updates below the stored records' bound — in identifier
     /// order.
     private func merge(_ stored: StoredRecords, family: [UInt32], after cursor: UInt64, filters: Bool,
-                       condition: RecordCondition) -> Batch {
-        var batch = Batch()
-        batch.records.reserveCapacity(stored.records.count)
-        let bound = stored.bound
+                       condition: RecordCondition) -> [Candidate] {
+        var batch: [Candidate] = []
+        batch.reserveCapacity(stored.records.count)
         // No unsaved change has an identifier above these (an enumeration that changes each
         // record at its turn looks nothing up).
         let ownAbove = largestChangedID, inFlightAbove = flushing?.largestID ?? 0
@@ -237,28 +227,55 @@ extension Context {
             // The unsaved change wins (below).
             if record.id <= ownAbove, changes[record.entity]?[record.id] != nil { continue }
             if record.id <= inFlightAbove, flushing?.changes[record.entity]?[record.id] != nil { continue }
-            batch.records.append(Batch.Record(id: record.id, entity: record.entity, range: record.range, decided: record.decided, unsaved: nil))
+            batch.append(record)
         }
         var added = false
         if ownAbove > cursor || inFlightAbove > cursor {
-            for member in family {
-                let unsaved = changes[member] ?? [:]
-                for (id, change) in flushing?.changes[member] ?? [:] where id > cursor && id < bound && unsaved[id] == nil {
+            func add(_ entries: [UInt64: Change], member: UInt32, unless shadowing: [UInt64: Change]) {
+                for (id, change) in entries where id > cursor && id < stored.bound && shadowing[id] == nil {
                     guard case .upsert(let bytes, _) = change else { continue }
                     let decided = filters ? bytes.withUnsafeBytes { condition.evaluate($0) } : nil
-                    if decided != false { batch.records.append(Batch.Record(id: id, entity: member, range: 0..<0, decided: decided, unsaved: bytes)) }
-                    added = true
-                }
-                for (id, change) in unsaved where id > cursor && id < bound {
-                    guard case .upsert(let bytes, _) = change else { continue }
-                    let decided = filters ? bytes.withUnsafeBytes { condition.evaluate($0) } : nil
-                    if decided != false { batch.records.append(Batch.Record(id: id, entity: member, range: 0..<0, decided: decided, unsaved: bytes)) }
+                    if decided != false { batch.append(Candidate(id: id, entity: member, range: 0..<0, decided: decided, unsaved: bytes)) }
                     added = true
                 }
             }
+            for member in family {
+                let unsaved = changes[member] ?? [:]
+                add(flushing?.changes[member] ?? [:], member: member, unless: unsaved)  // the context's own change wins
+                add(unsaved, member: member, unless: [:])
+            }
         }
         // The trees' records interleave, and the unsaved ones go between them.
-        if family.count > 1 || added { batch.records.sort { $0.id < $1.id } }
+        if family.count > 1 || added { batch.sort { $0.id < $1.id } }
         return batch
     }
+
+}
+
+// MARK: - Staleness
+
+extension Context {
+    /// Records with identifiers up to `id` that an enumeration under way read (from the
+    /// store, or from this context's changes) may no longer be what the store and the context
+    /// hold: this context's changes up to `id` were written into the store (saved, flushed),
+    /// or left it unwritten (rolled back, taken back: `.max`). Changes that only move into the
+    /// flush being written are no such event: reads still see them (``inFlightChange(_:_:)``).
+    func recordsWentStale(upTo id: UInt64) {
+        guard !readWatches.isEmpty else { return }
+        // A write may also change records it was not given: the inverses of relationships,
+        // the record an insert's unique value matched in the store.
+        let upTo = store.model.hasRelationships || !store.engine.uniqueAttributes.isEmpty ? UInt64.max : id
+        for watch in readWatches { watch.wentStale(upTo: upTo) }
+    }
+}
+
+/// What an enumeration under way (``Context/enumerate(_:batchSize:_:)``) learns from its
+/// context: up to which identifier the records it read may have gone stale since
+/// (``Context/recordsWentStale(upTo:)``). Records after the enumeration's position with
+/// larger identifiers are still as read.
+final class ReadWatch {
+    /// Since the batch being visited was read.
+    var staleUpTo: UInt64 = 0
+
+    func wentStale(upTo id: UInt64) { staleUpTo = max(staleUpTo, id) }
 }

@@ -93,7 +93,7 @@ public final class Context {
     @exclusivity(unchecked) var readWatches: [ReadWatch] = []
     /// The unique values unsaved inserts and updates hold: entity id → attribute id → full
     /// index key → record id (so two inserts of one unique value in a context make one record).
-    private var pendingUnique: [UInt32: [UInt32: [[UInt8]: UInt64]]] = [:]
+    private(set) var pendingUnique: [UInt32: [UInt32: [[UInt8]: UInt64]]] = [:]
 
     /// The snapshot every read uses, when the context reads one moment of the store (a
     /// `Store.read` transaction); nil: each read takes the latest snapshot.
@@ -283,19 +283,6 @@ public final class Context {
         changeGeneration += 1
         changeStamp &+= 1
         largestChangedID = 0
-    }
-
-    /// Records with identifiers up to `id` that an enumeration under way read (from the
-    /// store, or from this context's changes) may no longer be what the store and the context
-    /// hold: this context's changes up to `id` were written into the store (saved, flushed),
-    /// or left it unwritten (rolled back, taken back: `.max`). Changes that only move into the
-    /// flush being written are no such event: reads still see them (``inFlightChange(_:_:)``).
-    func recordsWentStale(upTo id: UInt64) {
-        guard !readWatches.isEmpty else { return }
-        // A write may also change records it was not given: the inverses of relationships,
-        // the record an insert's unique value matched in the store.
-        let upTo = store.model.hasRelationships || !store.engine.uniqueAttributes.isEmpty ? UInt64.max : id
-        for watch in readWatches { watch.wentStale(upTo: upTo) }
     }
 
     /// Puts changes back under the unsaved ones (those made since win): a flush that failed.
@@ -584,51 +571,4 @@ public final class Context {
         if case .upsert(let bytes, _)? = change { return bytes.count + 48 }
         return change == nil ? 0 : 48
     }
-
-    /// The non-null unique values of a record, as full index keys.
-    private func uniqueKeys(_ bytes: [UInt8], _ entityID: UInt32,
-                            _ uniques: [(attributeID: UInt32, defaultKey: [UInt8])]) throws -> [(UInt32, [UInt8])] {
-        try store.translating {
-            try uniques.compactMap { attributeID, defaultKey in
-                let key = try RecordSnapshot.indexKey(of: attributeID, defaultKey: defaultKey, in: bytes, entityID: entityID)
-                return key == IndexKey.nullKey ? nil : (attributeID, key)
-            }
-        }
-    }
-
-    /// The record other than `excluding` — saved (as this context sees it) or unsaved — that
-    /// holds one of `bytes`' non-null unique values, and which attribute matched; nil if none.
-    /// - Throws: `.uniqueConstraintViolation` when two different records match.
-    private func uniqueMatch(_ entityID: UInt32, _ bytes: [UInt8], excluding: UInt64?) throws -> (id: UInt64, attributeID: UInt32)? {
-        guard !store.engine.uniqueAttributes.isEmpty, let uniques = store.engine.uniqueAttributes[entityID] else { return nil }
-        let keys = try uniqueKeys(bytes, entityID, uniques)
-        guard !keys.isEmpty else { return nil }
-        let snapshot = try readSnapshot()
-        var found: (id: UInt64, attributeID: UInt32)?
-        for (attributeID, key) in keys {
-            var ids: [UInt64] = []
-            if let id = pendingUnique[entityID]?[attributeID]?[key] { ids.append(id) }
-            // A saved record with unsaved changes counts with its unsaved values (above).
-            for id in try store.translating({ try snapshot.recordIDs(entityID: entityID, attributeID: attributeID, key: key) })
-                where changes[entityID]?[id] == nil { ids.append(id) }
-            for id in ids where id != excluding {
-                if let found, found.id != id {
-                    throw store.uniqueViolation(entityID: entityID, attributeID: attributeID, existing: "records \(found.id) and \(id)")
-                }
-                found = (id, attributeID)
-            }
-        }
-        return found
-    }
-}
-
-/// What an enumeration under way (``Context/enumerate(_:batchSize:_:)``) learns from its
-/// context: up to which identifier the records it read may have gone stale since
-/// (``Context/recordsWentStale(upTo:)``). Records after the enumeration's position with
-/// larger identifiers are still as read.
-final class ReadWatch {
-    /// Since the batch being visited was read.
-    var staleUpTo: UInt64 = 0
-
-    func wentStale(upTo id: UInt64) { staleUpTo = max(staleUpTo, id) }
 }
