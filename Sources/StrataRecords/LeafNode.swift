@@ -66,6 +66,22 @@ struct LeafNode: Equatable {
         }
     }
 
+    /// Appends records `range` of `other` (their ids ascending past this leaf's last), their
+    /// bytes copied at once and overflow references kept as they are.
+    mutating func append(_ range: Range<Int>, of other: LeafNode) {
+        guard !range.isEmpty else { return }
+        let from = other.start(range.lowerBound), to = other.end(range.upperBound - 1)
+        let shift = UInt32(truncatingIfNeeded: data.count &- from)
+        other.data.withUnsafeBufferPointer { data.append(contentsOf: UnsafeBufferPointer(rebasing: $0[from..<to])) }
+        ids.append(contentsOf: other.ids[range])
+        let first = ends.count
+        ends.append(contentsOf: other.ends[range])
+        ends.withUnsafeMutableBufferPointer { stored in
+            // The flag bit is above any offset: adding the shift leaves it as it is.
+            for index in first..<stored.count { stored[index] &+= shift }
+        }
+    }
+
     /// Replaces record `index`'s bytes (its id stays): the bytes after it move once.
     mutating func replace(at index: Int, with bytes: UnsafeRawBufferPointer, overflow: Bool) {
         let range = start(index)..<end(index)

@@ -91,6 +91,101 @@ package final class RecordTreeWriter {
         try put(id, bytes: bytes, mustExist: true, mustNotExist: false)
     }
 
+    /// Replaces existing records, record `i` having id `id(i)` and new bytes `bytes(i)` for `i`
+    /// in `0..<count`, ids strictly ascending: the same as `update(_:bytes:)` for each in turn — the same
+    /// records, the same journal summary — but the records of one leaf are replaced in one pass
+    /// over it (not each moving the bytes after it), and a leaf that outgrew its page is split
+    /// after. Returns the id of the first record that does not exist, or nil; the records of
+    /// earlier leaves are then replaced, those of its leaf may not be, and the transaction is
+    /// to be abandoned.
+    ///
+    /// Records go through `update(_:bytes:)` one by one instead when the tree keeps indexes or
+    /// journals each change (both need every old record), or when a record of the leaf
+    /// overflows, before or after.
+    package func update(count: Int, id: (Int) -> UInt64, bytes: (Int) -> [UInt8]) throws -> UInt64? {
+        var index = 0
+        while index < count {
+            let first = id(index)
+            var end = index + 1
+            if indexes == nil, journal.map(\.summarizes) ?? true, root.rootPageID != 0 {
+                let (_, leafID, leaf, high) = try findLeaf(first)
+                while end < count, high.map({ id(end) < $0 }) ?? true { end += 1 }
+                if end - index > 1 {
+                    switch try replaceInOnePass(index..<end, in: leafID, leaf, high: high, id: id, bytes: bytes) {
+                    case .replaced:
+                        index = end
+                        continue
+                    case .missing(let missing):
+                        return missing
+                    case .overflows:
+                        break
+                    }
+                }
+            }
+            for one in index..<end where try !update(id(one), bytes: bytes(one)) { return id(one) }
+            index = end
+        }
+        return nil
+    }
+
+    private enum OnePass { case replaced, missing(UInt64), overflows }
+
+    /// `update(count:id:bytes:)` for records `range`, all in leaf `leafID` (which covers the ids
+    /// below `high`; nil: every id after its first): the leaf rebuilt with their bytes in one
+    /// pass, then split while it passes `maximumNodeSize`. Changes nothing when a record lacks
+    /// (`.missing`) or one overflows, stored or new (`.overflows`).
+    private func replaceInOnePass(_ range: Range<Int>, in leafID: UInt64, _ leaf: Leaf, high: UInt64?,
+                                  id: (Int) -> UInt64, bytes: (Int) -> [UInt8]) throws -> OnePass {
+        let old = leaf.node
+        var new = LeafNode()
+        new.ids.reserveCapacity(old.count)
+        new.ends.reserveCapacity(old.count)
+        new.data.reserveCapacity(old.data.count + old.data.count / 4)
+        var changedIDs: [UInt64] = []
+        var next = 0  // the first record of `old` not yet in `new`
+        for index in range {
+            let target = id(index)
+            let value = bytes(index)
+            guard value.count <= options.maximumInlineRecord else { return .overflows }
+            var at = next
+            while at < old.count && old.ids[at] < target { at += 1 }
+            guard at < old.count, old.ids[at] == target else { return .missing(target) }
+            guard !old.isOverflow(at) else { return .overflows }
+            new.append(next..<at, of: old)
+            if journal != nil, !old.bytes(at).withUnsafeBytes({ stored in value.withUnsafeBytes { stored.elementsEqual($0) } }) {
+                changedIDs.append(target)
+            }
+            value.withUnsafeBytes { new.append(target, bytes: $0, overflow: false) }
+            next = at + 1
+        }
+        new.append(next..<old.count, of: old)
+        if let journal { for changed in changedIDs { journal.recordSummarizedUpdate(entityID: entityID, id: changed) } }
+        leaf.node = new
+        markDirty(leafID, .leaf(leaf))
+        if new.encodedSize > options.maximumNodeSize && new.count > 1 { try splitUntilItFits(from: new.ids[0], below: high) }
+        if nodes.isOverBudget { try writeDirtyNodes() }
+        return .replaced
+    }
+
+    /// Splits the leaf whose first id is `first` — and the leaves split from it, up to `bound`
+    /// (the first id past the leaf's range; nil: none) — until each fits in `maximumNodeSize`
+    /// or holds one record: each split moves the upper half of a leaf, by bytes, to a new leaf
+    /// after it.
+    private func splitUntilItFits(from first: UInt64, below bound: UInt64?) throws {
+        var id = first
+        while true {
+            let (path, leafID, leaf, high) = try findLeaf(id)
+            if leaf.node.encodedSize > options.maximumNodeSize && leaf.node.count > 1 {
+                let right = leaf.node.splitOff()
+                markDirty(leafID, .leaf(leaf))
+                try addRightLeaf(right, after: leafID, path: path, writingLeft: false)
+                continue  // the lower half again
+            }
+            guard let next = high, bound.map({ next < $0 }) ?? true else { return }
+            id = next
+        }
+    }
+
     /// Inserts or replaces.
     package func upsert(_ id: UInt64, bytes: [UInt8]) throws {
         try put(id, bytes: bytes, mustExist: false, mustNotExist: false)

@@ -143,6 +143,11 @@ public final class Context {
         pinnedSnapshot = snapshot
     }
 
+    deinit {
+        // A flush being written uses the changes this context holds (`flushIfNeeded`).
+        flushing?.finished.wait()
+    }
+
     /// The snapshot a read uses: the pinned one, else the latest.
     func readSnapshot() throws -> RecordSnapshot {
         if let pinnedSnapshot { return pinnedSnapshot }

@@ -267,8 +267,9 @@ final class GraphTransaction {
                 upserts.sort { ($0.key.entityID, $0.isNew ? 1 : 0, $0.key.id) < ($1.key.entityID, $1.isNew ? 1 : 0, $1.key.id) }
             }
             var current: (entityID: UInt32, tree: RecordTreeWriter)?
-            for upsert in upserts {
-                let key = upsert.key
+            var index = 0
+            while index < upserts.count {
+                let key = upserts[index].key
                 let tree: RecordTreeWriter
                 if let current, current.entityID == key.entityID {
                     tree = current.tree
@@ -276,11 +277,20 @@ final class GraphTransaction {
                     tree = transaction.tree(for: key.entityID, schemaVersion: schemaVersion)
                     current = (key.entityID, tree)
                 }
-                if upsert.isNew {
-                    try insert(key, upsert.bytes, into: tree)
-                } else if try !tree.update(key.id, bytes: upsert.bytes) {
-                    throw StrataError.recordNotFound("\(describe(key)) (deleted by another context)")
+                if upserts[index].isNew {
+                    try insert(key, upserts[index].bytes, into: tree)
+                    index += 1
+                    continue
                 }
+                // The entity's updates, in id order: a leaf's records replaced in one pass.
+                var end = index + 1
+                while end < upserts.count, upserts[end].key.entityID == key.entityID, !upserts[end].isNew { end += 1 }
+                let first = index
+                if let missing = try tree.update(count: end - first, id: { upserts[first + $0].key.id },
+                                                 bytes: { upserts[first + $0].bytes }) {
+                    throw StrataError.recordNotFound("\(describe(Key(entityID: key.entityID, id: missing))) (deleted by another context)")
+                }
+                index = end
             }
         }
     }
