@@ -105,11 +105,15 @@ extension Context {
         // passed, and have not changed in the store since: the next batch's stored records
         // start after it (its unsaved ones, after the cursor).
         var readUpTo: UInt64 = 0
+        // A batch's buffers, emptied and filled again for the next one (new ones each time were
+        // new memory to fault in, a batch's worth per batch).
+        var stored = StoredRecords(bound: end)
+        var batch: [Candidate] = []
         while true {
             var generation = changeGeneration
             watch.staleUpTo = 0
-            let stored = try stretch.read(in: try readSnapshot(), after: max(cursor, readUpTo))
-            let batch = merge(stored, family: family, after: cursor, filters: filters, condition: condition)
+            try stretch.read(in: try readSnapshot(), after: max(cursor, readUpTo), into: &stored)
+            merge(stored, family: family, after: cursor, filters: filters, condition: condition, into: &batch)
             if batch.isEmpty && stored.bound >= end { return }
             for candidate in batch {
                 // Changes written into the store (saved, flushed) or rolled back reach past the
@@ -180,10 +184,12 @@ extension Context {
         /// Up to about `count` records of `family` in `snapshot` with identifiers after
         /// `cursor` and below `end` that the pre-filter does not reject, in identifier order:
         /// at most `count` (and about `maximumBytes`) from each tree, so the next batch starts
-        /// after `bound`.
-        func read(in snapshot: RecordSnapshot, after cursor: UInt64) throws -> StoredRecords {
-            var stored = StoredRecords(bound: end)
-            guard cursor < end - 1 || end == .max else { return stored }
+        /// after `bound`. Replaces what `stored` held, keeping its buffers.
+        func read(in snapshot: RecordSnapshot, after cursor: UInt64, into stored: inout StoredRecords) throws {
+            stored.records.removeAll(keepingCapacity: true)
+            stored.bytes.removeAll(keepingCapacity: true)
+            stored.bound = end
+            guard cursor < end - 1 || end == .max else { return }
             for member in family {
                 var kept = 0
                 let limit = stored.bound
@@ -207,8 +213,10 @@ extension Context {
                     }
                 }
             }
-            if family.count > 1 { stored.records.removeAll { $0.id >= stored.bound } }
-            return stored
+            if family.count > 1 {
+                let bound = stored.bound
+                stored.records.removeAll { $0.id >= bound }
+            }
         }
     }
 
@@ -217,8 +225,8 @@ extension Context {
     /// and the unsaved inserts and updates below the stored records' bound — in identifier
     /// order.
     private func merge(_ stored: StoredRecords, family: [UInt32], after cursor: UInt64, filters: Bool,
-                       condition: RecordCondition) -> [Candidate] {
-        var batch: [Candidate] = []
+                       condition: RecordCondition, into batch: inout [Candidate]) {
+        batch.removeAll(keepingCapacity: true)
         batch.reserveCapacity(stored.records.count)
         // No unsaved change has an identifier above these (an enumeration that changes each
         // record at its turn looks nothing up).
@@ -247,7 +255,6 @@ extension Context {
         }
         // The trees' records interleave, and the unsaved ones go between them.
         if family.count > 1 || added { batch.sort { $0.id < $1.id } }
-        return batch
     }
 
 }

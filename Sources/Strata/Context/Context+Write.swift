@@ -221,13 +221,15 @@ extension Context {
         guard let flush = flushing else { return }
         flush.finished.wait()
         flushing = nil
-        // The flush's changes are freed here, on the closure's thread, which allocated them:
-        // freed on another thread, each free took the allocator's arena lock the closure's
-        // allocations take too (thousands of waits per million records).
+        // The flush's changes are freed on the closure's thread, which allocated them (freed on
+        // another thread, each free took the allocator's arena lock the closure's allocations
+        // take too: thousands of waits per million records): when its tables are emptied for
+        // the next changes (`forgetChanges`), or here.
         switch flush.outcome.withLock({ $0 }) {
         case .success(let counts)?:
             recordsWentStale(upTo: flush.largestID)
             stageFlush?.counts = counts
+            spareChanges = flush.changes  // its only holder once `flush` goes
         case .failure(let error)?:
             stageFlush?.flushes -= 1
             takeBack(flush.changes)

@@ -68,6 +68,9 @@ public final class Context {
 
     /// Unsaved changes by entity id, then record id.
     @exclusivity(unchecked) private(set) var changes: [UInt32: [UInt64: Change]] = [:]
+    /// A migration closure's context: the tables of the last flush written, to be emptied and
+    /// reused by the next changes (`forgetChanges`).
+    @exclusivity(unchecked) var spareChanges: [UInt32: [UInt64: Change]] = [:]
     /// How many changes `changes` holds (tests: a migration closure's memory stays bounded),
     /// and the bytes of their encoded records.
     @exclusivity(unchecked) package private(set) var unsavedChangeCount = 0
@@ -277,8 +280,16 @@ public final class Context {
     func forgetChanges() {
         if stageFlush != nil {
             // A migration closure's next changes are likely as many per entity as these: room
-            // for them from the start, not a table grown by doubling each time.
-            changes = changes.mapValues { Dictionary(minimumCapacity: $0.count) }
+            // for them from the start, not a table grown by doubling each time — the tables of
+            // the flush written last, emptied, when there are (no new memory to fault in).
+            var next = spareChanges
+            spareChanges = [:]
+            for (entityID, entityChanges) in changes {
+                if next[entityID] == nil { next[entityID] = Dictionary(minimumCapacity: entityChanges.count) }
+            }
+            // (The keys copied first: a view of them would share the tables, then copied whole.)
+            for entityID in Array(next.keys) { next[entityID]?.removeAll(keepingCapacity: true) }
+            changes = next
         } else {
             changes.removeAll()
         }
