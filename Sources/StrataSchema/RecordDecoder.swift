@@ -189,6 +189,14 @@ final class RecordDecodingState: ManagedBuffer<RecordDecodingHeader, FieldSpan> 
 
     /// The value of the attribute `name`, `.null` when it has none (defaults applied).
     func value(forKey name: String) -> Value {
+        // Most often the attribute `field(named:)` just found without a value in the bytes
+        // (one stored by an older version of the schema): its position, not a search.
+        let last = withUnsafeMutablePointerToHeader { $0.pointee.nextPosition } - 1
+        let names = layout.names
+        if last >= 0 && last < names.count && names[last] == name {
+            let value = value(at: last)
+            return value.isNull ? typeDefault(of: name) : value
+        }
         if let position = layout.position(of: name) {
             let value = value(at: position)
             if !value.isNull { return value }
