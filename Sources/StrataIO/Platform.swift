@@ -258,6 +258,25 @@ enum Platform {
 
     // MARK: threads
 
+    /// How many processors this process may run on: on Linux the calling thread's CPU affinity
+    /// (`sched_getaffinity(2)`: what `taskset` or a container's cpuset allows), elsewhere the
+    /// processors online (`sysconf(_SC_NPROCESSORS_ONLN)`); at least 1.
+    static func usableProcessorCount() -> Int {
+        #if os(Linux)
+        // The C library declares it only for GNU sources, which Swift's module does not define:
+        // looked up by name (`dlsym(3)`, RTLD_DEFAULT), in glibc and musl alike.
+        typealias GetAffinity = @convention(c) (Int32, Int, UnsafeMutableRawPointer) -> Int32
+        if let symbol = dlsym(nil, "sched_getaffinity") {
+            let getAffinity = unsafeBitCast(symbol, to: GetAffinity.self)
+            var set = [UInt8](repeating: 0, count: 128)  // 1,024 CPUs, glibc's cpu_set_t
+            let status = set.withUnsafeMutableBytes { bytes in bytes.baseAddress.map { getAffinity(0, bytes.count, $0) } ?? -1 }
+            let allowed = set.reduce(0) { $0 + $1.nonzeroBitCount }
+            if status == 0 && allowed > 0 { return allowed }
+        }
+        #endif
+        return max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))))
+    }
+
     /// A `pthread_mutex_t`, for `TSanMutex` (`Lock` in ThreadSanitizer builds): a lock ThreadSanitizer
     /// intercepts. `pthread_mutex_init(3)`, `_lock`, `_unlock`, `_destroy`.
     final class ThreadMutex: @unchecked Sendable {

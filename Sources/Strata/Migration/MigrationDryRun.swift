@@ -95,7 +95,7 @@ extension StoreMigrationHost {
                 })
                 writing = min(writing, try clock.measure { try context.save() })
             }
-            let overlaps = ProcessInfo.processInfo.activeProcessorCount > 1 && scratch.engine.uniqueAttributes.isEmpty
+            let overlaps = Processors.usable > 1 && scratch.engine.uniqueAttributes.isEmpty
             backfilling.append((overlaps ? max(loop, writing) : loop + writing) / Double(run.count))
         }
         return backfilling

@@ -238,7 +238,7 @@ package struct MigrationDryRun {
         let read = Self.median(ofGroups: reading), apply = Self.median(ofGroups: transforming), write = Self.median(ofGroups: writing)
         // A concurrent transform: the migration's thread reads and writes while the transforms
         // share all the threads (TransformPipeline).
-        let workers = transform.concurrentApply == nil ? 0 : TransformPipeline.workerCount(cores: ProcessInfo.processInfo.activeProcessorCount)
+        let workers = transform.concurrentApply == nil ? 0 : TransformPipeline.workerCount(cores: Processors.usable)
         guard workers > 0 else { return read + apply + write }
         return max(read + write, (read + apply + write) / Double(workers + 1))
     }
