@@ -113,7 +113,7 @@ final class GraphTransaction {
     ///   `.recordCoding`, storage errors. The record-store transaction must then be abandoned.
     func commit() throws {
         defer { reset() }
-        if deletes.isEmpty, upserts.allSatisfy({ model.relationships(of: $0.key.entityID).isEmpty }) {
+        if deletes.isEmpty, !upsertsHaveRelationships() {
             return try writeUpserts()  // nothing to maintain (bulk inserts): no overlay
         }
         for upsert in upserts {
@@ -127,6 +127,19 @@ final class GraphTransaction {
         try applyDeletes()
         try checkRequiredRelationships()
         try write()
+    }
+
+    /// Whether an entity of the staged upserts has relationships: looked up once per run of
+    /// one entity's upserts (they come grouped by entity), no upsert copied.
+    private func upsertsHaveRelationships() -> Bool {
+        var checked: UInt32?
+        for index in upserts.indices {
+            let entityID = upserts[index].key.entityID
+            if entityID == checked { continue }
+            checked = entityID
+            if !model.relationships(of: entityID).isEmpty { return true }
+        }
+        return false
     }
 
     // MARK: Steps
