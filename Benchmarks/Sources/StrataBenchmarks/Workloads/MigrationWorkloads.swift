@@ -497,7 +497,7 @@ enum MapContextSplitPlan: SchemaMigrationPlan {
 /// own, its peak memory the migration's). The literal fetch-all loop runs once per size, for
 /// its peak memory. Targets: peak ≤ 64 MB at every size, time ≤ 1.5 × the transform's.
 enum ContextSplitWorkload {
-    static let rounds = 3
+    static let rounds = 5
     static let memoryTarget: UInt64 = 64 << 20
     static let timeTarget = 1.5
 
@@ -591,8 +591,9 @@ enum ContextSplitWorkload {
                 let report = try context.runPartProcess("sqlite-\(size)")
                 row.sqlite.append((try report.double("seconds"), try report.peakMemoryBytes))
             }
-            // Rounds of the three, the order rotating, so no side always follows another; three
-            // at every size (the target is a ratio, and one round of a noisy machine is no median).
+            // Rounds of the three, the order rotating, so no side always follows another; five
+            // at every size (the target is a ratio within a few percent of the medians on a noisy
+            // machine: three rounds put the median on either side of it from run to run).
             let rounds = Self.rounds
             for round in 0..<rounds {
                 var sides: [() throws -> Void] = [
