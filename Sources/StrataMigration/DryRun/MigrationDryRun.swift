@@ -237,10 +237,11 @@ package struct MigrationDryRun {
         }
         let read = Self.median(ofGroups: reading), apply = Self.median(ofGroups: transforming), write = Self.median(ofGroups: writing)
         // A concurrent transform: the migration's thread reads and writes while the transforms
-        // share all the threads (TransformPipeline).
-        let workers = transform.concurrentApply == nil ? 0 : TransformPipeline.workerCount(cores: Processors.usable)
+        // share all the threads (TransformPipeline, as many workers as the stage starts) — at
+        // once only on as many processors as the process may run on.
+        let workers = transform.concurrentApply == nil ? 0 : TransformPipeline.workerCount(cores: ProcessInfo.processInfo.activeProcessorCount)
         guard workers > 0 else { return read + apply + write }
-        return max(read + write, (read + apply + write) / Double(workers + 1))
+        return max(read + write, (read + apply + write) / Double(min(workers + 1, Processors.usable)))
     }
 
     /// The time one record takes through a closure's backfill of `type`'s entity: reading the

@@ -72,7 +72,7 @@ extension MigrationRunner {
                                      writer: MigrationWriter(binding: newBinding, transaction: transaction, state: inserts))
             }
             // A pure transform runs on the other cores too (`RecordTransform.mapConcurrently`).
-            let workers = TransformPipeline.workerCount(cores: Processors.usable)
+            let workers = TransformPipeline.workerCount(cores: ProcessInfo.processInfo.activeProcessorCount)
             let pipeline = transform.concurrentApply.flatMap { apply in
                 workers == 0 ? nil : TransformPipeline(workers: workers, apply: apply) {
                     // No writer: a concurrent transform cannot insert. Layouts of its own: one
