@@ -92,10 +92,10 @@ package final class RecordTreeWriter {
     }
 
     /// Replaces existing records, record `i` having id `id(i)` and new bytes `bytes(i)` for `i`
-    /// in `0..<count`, ids strictly ascending: the same as `update(_:bytes:)` for each in turn — the same
-    /// records, the same journal summary — but the records of one leaf are replaced in one pass
-    /// over it (not each moving the bytes after it), and a leaf that outgrew its page is split
-    /// after. Returns the id of the first record that does not exist, or nil; the records of
+    /// in `0..<count`, ids strictly ascending: the same as `update(_:bytes:)` for each in turn —
+    /// the same records, the same journal summary — but the records of one leaf are replaced in
+    /// one pass over it (not each moving the bytes after it), and a leaf that outgrew its page
+    /// is split after. Returns the id of the first record that does not exist, or nil; the records of
     /// earlier leaves are then replaced, those of its leaf may not be, and the transaction is
     /// to be abandoned.
     ///
