@@ -122,6 +122,17 @@ import StrataTestSupport
         return try PageLog.open(directory: "/store", fileSystem: MemoryFileSystem(), options: options)
     }
 
+    /// One transaction of `log` changing its tree (entity 5, root at `RecordTreeTests.rootPage`)
+    /// through `body`.
+    static func writeTree(_ log: PageLog, options: RecordTreeOptions, _ body: (RecordTreeWriter) throws -> Void) throws {
+        try log.write(durability: .relaxed) { transaction in
+            let tree = RecordTreeWriter(transaction: transaction, root: RecordTreeTests.loadRoot(try transaction.read(RecordTreeTests.rootPage)),
+                                        entityID: 5, schemaVersion: 1, options: options)
+            try body(tree)
+            try RecordTreeTests.saveRoot(try tree.finish(), in: transaction)
+        }
+    }
+
     /// Two trees from the same records in the same transactions, one inserted record by record,
     /// one in bulk runs: every node page (leaves and interior nodes, same page ids) is the same,
     /// byte for byte. With a small dirty budget too, so modified nodes are written early.
@@ -136,17 +147,11 @@ import StrataTestSupport
         let perRecordLog = try Self.openLog(), bulkLog = try Self.openLog()
         var duplicates = 0
         for batch in Self.batches(&random, count: records.count) {
-            try perRecordLog.write(durability: .relaxed) { transaction in
-                let tree = RecordTreeWriter(transaction: transaction, root: RecordTreeTests.loadRoot(try transaction.read(RecordTreeTests.rootPage)),
-                                            entityID: 5, schemaVersion: 1, options: options)
+            try Self.writeTree(perRecordLog, options: options) { tree in
                 for record in records[batch] { try record.bytes.withUnsafeBytes { try tree.insert(record.id, raw: $0) } }
-                try RecordTreeTests.saveRoot(try tree.finish(), in: transaction)
             }
-            try bulkLog.write(durability: .relaxed) { transaction in
-                let tree = RecordTreeWriter(transaction: transaction, root: RecordTreeTests.loadRoot(try transaction.read(RecordTreeTests.rootPage)),
-                                            entityID: 5, schemaVersion: 1, options: options)
+            try Self.writeTree(bulkLog, options: options) { tree in
                 duplicates += try Self.insertInRuns(records[batch], into: tree, random: &random)
-                try RecordTreeTests.saveRoot(try tree.finish(), in: transaction)
             }
         }
         let perRecord = try perRecordLog.snapshot(), bulk = try bulkLog.snapshot()

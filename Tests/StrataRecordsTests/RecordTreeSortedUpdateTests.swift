@@ -19,15 +19,6 @@ import StrataTestSupport
         }
     }
 
-    static func openTree(_ log: PageLog, options: RecordTreeOptions, _ body: (RecordTreeWriter) throws -> Void) throws {
-        try log.write(durability: .relaxed) { transaction in
-            let tree = RecordTreeWriter(transaction: transaction, root: RecordTreeTests.loadRoot(try transaction.read(RecordTreeTests.rootPage)),
-                                        entityID: 5, schemaVersion: 1, options: options)
-            try body(tree)
-            try RecordTreeTests.saveRoot(try tree.finish(), in: transaction)
-        }
-    }
-
     static func contents(_ log: PageLog) throws -> [(UInt64, [UInt8])] {
         let snapshot = try log.snapshot()
         let root = RecordTreeTests.loadRoot(try snapshot.read(RecordTreeTests.rootPage))
@@ -61,7 +52,7 @@ import StrataTestSupport
         }
         let ids = model.keys.sorted()
         for log in [sortedLog, perRecordLog] {
-            try Self.openTree(log, options: options) { tree in for id in ids { try tree.insert(id, bytes: model[id] ?? []) } }
+            try RecordTreeBulkAppendTests.writeTree(log, options: options) { tree in for id in ids { try tree.insert(id, bytes: model[id] ?? []) } }
         }
         var grownLeaves = 0
         for round in 0..<12 {
@@ -75,11 +66,11 @@ import StrataTestSupport
                 }
                 index += stretch + Int.random(in: 0...300, using: &random)
             }
-            try Self.openTree(sortedLog, options: options) { tree in
+            try RecordTreeBulkAppendTests.writeTree(sortedLog, options: options) { tree in
                 let missing = try tree.update(count: updates.count, id: { updates[$0].id }, bytes: { updates[$0].bytes })
                 #expect(missing == nil, "round \(round)")
             }
-            try Self.openTree(perRecordLog, options: options) { tree in
+            try RecordTreeBulkAppendTests.writeTree(perRecordLog, options: options) { tree in
                 for update in updates { let updated = try tree.update(update.id, bytes: update.bytes); #expect(updated) }
             }
             for update in updates { model[update.id] = update.bytes }
@@ -106,10 +97,10 @@ import StrataTestSupport
     @Test func aMissingRecordIsNamed() throws {
         let log = try RecordTreeBulkAppendTests.openLog()
         let options = RecordTreeTests.tinyTree()
-        try Self.openTree(log, options: options) { tree in
+        try RecordTreeBulkAppendTests.writeTree(log, options: options) { tree in
             for id in stride(from: UInt64(2), through: 400, by: 2) { try tree.insert(id, bytes: [UInt8(id % 251)]) }
         }
-        try Self.openTree(log, options: options) { tree throws in
+        try RecordTreeBulkAppendTests.writeTree(log, options: options) { tree throws in
             let updates: [(UInt64, [UInt8])] = [(2, [1, 1]), (4, [2, 2]), (6, [3, 3]), (7, [9]), (8, [4])]
             let missing = try tree.update(count: updates.count, id: { updates[$0].0 }, bytes: { updates[$0].1 })
             #expect(missing == 7)
