@@ -163,62 +163,31 @@ package enum HistoryCodec {
     }
 
     /// Appends an update operation (2): `old` and `new` are records of the changed attributes' values.
-    /// The operation's numbers are put together on the stack and appended at once (an append
-    /// to a `ByteWriter` from here is a call to another module per byte); the value records
-    /// are appended as they are, not copied once more.
-    static func appendUpdate(entityID: UInt32, id: UInt64, changed: UnsafeBufferPointer<UInt32>, old: UnsafeRawBufferPointer,
-                             new: UnsafeRawBufferPointer, to writer: inout ByteWriter) {
-        withUnsafeTemporaryAllocation(byteCount: 1 + 4 * maximumVarintSize + maximumVarintSize * changed.count, alignment: 1) { bytes in
-            var end = 0
-            bytes[end] = 2; end += 1
-            put(UInt64(entityID), in: bytes, at: &end); put(id, in: bytes, at: &end)
-            put(UInt64(changed.count), in: bytes, at: &end)
-            for attribute in changed { put(UInt64(attribute), in: bytes, at: &end) }
-            put(UInt64(old.count), in: bytes, at: &end)
-            writer.append(raw: UnsafeRawBufferPointer(rebasing: bytes[..<end]))
-        }
-        writer.append(raw: old)
-        appendLengthPrefixed(new, to: &writer)
-    }
-
-    /// Appends a delete operation (3), as `appendUpdate` does.
-    static func appendDelete(entityID: UInt32, id: UInt64, tombstone: UnsafeRawBufferPointer, to writer: inout ByteWriter) {
-        withUnsafeTemporaryAllocation(byteCount: 1 + 3 * maximumVarintSize, alignment: 1) { bytes in
-            var end = 0
-            bytes[end] = 3; end += 1
-            put(UInt64(entityID), in: bytes, at: &end); put(id, in: bytes, at: &end)
-            put(UInt64(tombstone.count), in: bytes, at: &end)
-            writer.append(raw: UnsafeRawBufferPointer(rebasing: bytes[..<end]))
-        }
-        writer.append(raw: tombstone)
-    }
-
-    /// Appends `value` length-prefixed, as `ByteWriter.appendLengthPrefixed` does.
-    private static func appendLengthPrefixed(_ value: UnsafeRawBufferPointer, to writer: inout ByteWriter) {
-        withUnsafeTemporaryAllocation(byteCount: maximumVarintSize, alignment: 1) { bytes in
-            var end = 0
-            put(UInt64(value.count), in: bytes, at: &end)
-            writer.append(raw: UnsafeRawBufferPointer(rebasing: bytes[..<end]))
-        }
-        writer.append(raw: value)
-    }
-
-    private static let maximumVarintSize = 10
-
-    /// Writes `value` as `ByteWriter.appendVarint` does at `end`, and moves `end` past it.
     @inline(__always)
-    private static func put(_ value: UInt64, in bytes: UnsafeMutableRawBufferPointer, at end: inout Int) {
-        var rest = value
-        while rest >= 0x80 {
-            bytes[end] = UInt8(truncatingIfNeeded: rest) | 0x80
-            end += 1
-            rest >>= 7
-        }
-        bytes[end] = UInt8(rest)
-        end += 1
+    static func appendUpdate(entityID: UInt32, id: UInt64, changed: UnsafeBufferPointer<UInt32>,
+                             old: UnsafeRawBufferPointer, new: UnsafeRawBufferPointer, to sink: inout HistoryPartBuffer) {
+        sink.append(UInt8(2))
+        sink.appendVarint(UInt64(entityID))
+        sink.appendVarint(id)
+        sink.appendVarint(UInt64(changed.count))
+        for attribute in changed { sink.appendVarint(UInt64(attribute)) }
+        sink.appendVarint(UInt64(old.count))
+        sink.append(raw: old)
+        sink.appendVarint(UInt64(new.count))
+        sink.append(raw: new)
     }
 
-    static func append(_ operation: HistoryOperation, to writer: inout ByteWriter) {
+    /// Appends a delete operation (3).
+    @inline(__always)
+    static func appendDelete(entityID: UInt32, id: UInt64, tombstone: UnsafeRawBufferPointer, to sink: inout HistoryPartBuffer) {
+        sink.append(UInt8(3))
+        sink.appendVarint(UInt64(entityID))
+        sink.appendVarint(id)
+        sink.appendVarint(UInt64(tombstone.count))
+        sink.append(raw: tombstone)
+    }
+
+    static func append(_ operation: HistoryOperation, to writer: inout HistoryPartBuffer) {
         switch operation {
         case .insert(let entity, let first, let count):
             writer.append(UInt8(1)); writer.appendVarint(UInt64(entity)); writer.appendVarint(first); writer.appendVarint(count)
@@ -237,6 +206,71 @@ package enum HistoryCodec {
             writer.append(UInt8(5))
             writer.appendVarint(UInt64(version.major)); writer.appendVarint(UInt64(version.minor)); writer.appendVarint(UInt64(version.patch))
         }
+    }
+}
+
+/// A journal part being written (`HistoryCodec`'s byte form), in memory kept from part to
+/// part: an append checks the room left and stores. (The record layer's `RecordScratch` does
+/// the same, but a `package` declaration of another module is never inlined here: its
+/// appends would be calls, one per byte.) Freed by its owner (`deallocate()`); copies share
+/// the memory, so one owner only.
+struct HistoryPartBuffer {
+    private var base: UnsafeMutableRawPointer
+    private(set) var count = 0
+    private var capacity: Int
+
+    init(capacity: Int) {
+        self.capacity = max(capacity, 16)
+        base = .allocate(byteCount: self.capacity, alignment: 8)
+    }
+
+    func deallocate() { base.deallocate() }
+
+    /// The bytes written, valid until the next change.
+    var bytes: UnsafeRawBufferPointer { UnsafeRawBufferPointer(start: base, count: count) }
+
+    /// Forgets the bytes written (the memory stays).
+    mutating func removeAll() { count = 0 }
+
+    @inline(__always)
+    mutating func append(_ byte: UInt8) {
+        if count == capacity { grow(to: count + 1) }
+        base.storeBytes(of: byte, toByteOffset: count, as: UInt8.self)
+        count += 1
+    }
+
+    /// Eight bytes, little-endian.
+    mutating func append(_ value: Int64) {
+        withUnsafeBytes(of: value.littleEndian) { append(raw: $0) }
+    }
+
+    @inline(__always)
+    mutating func append(raw: UnsafeRawBufferPointer) {
+        guard let source = raw.baseAddress, raw.count > 0 else { return }
+        if count + raw.count > capacity { grow(to: count + raw.count) }
+        (base + count).copyMemory(from: source, byteCount: raw.count)
+        count += raw.count
+    }
+
+    /// An unsigned LEB128 varint, as `ByteWriter.appendVarint` writes it.
+    @inline(__always)
+    mutating func appendVarint(_ value: UInt64) {
+        var rest = value
+        while rest >= 0x80 {
+            append(UInt8(truncatingIfNeeded: rest) | 0x80)
+            rest >>= 7
+        }
+        append(UInt8(rest))
+    }
+
+    private mutating func grow(to needed: Int) {
+        var larger = capacity * 2
+        while larger < needed { larger *= 2 }
+        let memory = UnsafeMutableRawPointer.allocate(byteCount: larger, alignment: 8)
+        memory.copyMemory(from: base, byteCount: count)
+        base.deallocate()
+        base = memory
+        capacity = larger
     }
 }
 
@@ -273,7 +307,7 @@ package final class HistoryRecorder {
     let tree: RecordTreeWriter
     /// The part being filled; room for a whole part, kept from part to part. (Unchecked, as
     /// the other fields every change touches: the transaction's thread only.)
-    @exclusivity(unchecked) private var buffer = ByteWriter(capacity: HistoryCodec.partTarget + 256)
+    @exclusivity(unchecked) private var buffer = HistoryPartBuffer(capacity: HistoryCodec.partTarget + 256)
     /// Compares records and builds the value records of updates and tombstones from their
     /// bytes, reusing its memory.
     private let changes = RecordChanges()
@@ -306,6 +340,8 @@ package final class HistoryRecorder {
         self.timestamp = timestamp
         self.tree = tree
     }
+
+    deinit { buffer.deallocate() }
 
     /// Whether the transaction changed no record (it gets no entry).
     package var isEmpty: Bool { !hasOperations && run == nil && summary.isEmpty && (updates?.count ?? 0) == 0 }
@@ -364,7 +400,7 @@ package final class HistoryRecorder {
         }
         guard changed else { return }
         try flushRun()
-        if buffer.bytes.isEmpty { startPart() }
+        if buffer.count == 0 { startPart() }
         HistoryCodec.appendUpdate(entityID: entityID, id: id, changed: changes.changedIDs, old: changes.oldValues,
                                   new: changes.newValues, to: &buffer)
         try operationWritten()
@@ -387,7 +423,7 @@ package final class HistoryRecorder {
             }
         }
         try flushRun()
-        if buffer.bytes.isEmpty { startPart() }
+        if buffer.count == 0 { startPart() }
         HistoryCodec.appendDelete(entityID: entityID, id: id, tombstone: tombstone, to: &buffer)
         try operationWritten()
     }
@@ -440,16 +476,16 @@ package final class HistoryRecorder {
     }
 
     private func write(_ operation: HistoryOperation) throws {
-        if buffer.bytes.isEmpty { startPart() }
+        if buffer.count == 0 { startPart() }
         HistoryCodec.append(operation, to: &buffer)
         hasOperations = true
-        if buffer.bytes.count >= HistoryCodec.partTarget { try writePart() }
+        if buffer.count >= HistoryCodec.partTarget { try writePart() }
     }
 
     /// After an operation was appended to the part: writes the part once it is full.
     private func operationWritten() throws {
         hasOperations = true
-        if buffer.bytes.count >= HistoryCodec.partTarget { try writePart() }
+        if buffer.count >= HistoryCodec.partTarget { try writePart() }
     }
 
     private func startPart() {
@@ -460,7 +496,7 @@ package final class HistoryRecorder {
             if let author {
                 let utf8 = Array(author.utf8)
                 buffer.appendVarint(UInt64(utf8.count) + 1)
-                buffer.append(bytes: utf8)
+                utf8.withUnsafeBytes { buffer.append(raw: $0) }
             } else {
                 buffer.appendVarint(0)
             }
@@ -471,8 +507,8 @@ package final class HistoryRecorder {
         guard partsWritten < (1 << HistoryRoot.partBits) - 1 else {
             throw RecordTreeError.invalidRecord(entityID: 0, recordID: token, reason: "a transaction's history entry has more than 2^24 parts")
         }
-        try tree.insert(HistoryRoot.key(token: token, part: partsWritten), bytes: buffer.bytes)
-        bytesWritten += UInt64(buffer.bytes.count)
+        try tree.insert(HistoryRoot.key(token: token, part: partsWritten), raw: buffer.bytes)
+        bytesWritten += UInt64(buffer.count)
         partsWritten += 1
         buffer.removeAll()
     }
@@ -485,6 +521,6 @@ package final class HistoryRecorder {
             try append(.migration(entityID: entity, inserted: counts.inserted, updated: counts.updated, deleted: counts.deleted))
         }
         summary.removeAll()
-        if !buffer.bytes.isEmpty { try writePart() }
+        if buffer.count > 0 { try writePart() }
     }
 }

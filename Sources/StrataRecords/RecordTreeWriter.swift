@@ -305,41 +305,31 @@ package final class RecordTreeWriter {
         if let journal {
             // Told before the tree changes; an insert of an existing id throws below, and the
             // transaction with it.
-            if journal.summarizes, root.rootPageID != 0, !mustNotExist {
-                // A summary counts changes only: the stored record is compared where it lies
-                // (by `place`, for a record that fits in its leaf).
+            if root.rootPageID != 0, !mustNotExist {
+                // An update or an upsert: `place` tells the journal, comparing the stored record
+                // where it finds it (one search) — except a summary's record that overflows,
+                // compared here.
                 let (stored, overflow) = try storedForm(bytes)
-                if !overflow {
-                    return try stored.withUnsafeBytes {
-                        try place(id, stored: $0, overflow: false, mustExist: mustExist, mustNotExist: false, summarizing: journal)
+                if journal.summarizes, overflow {
+                    if let changed = try differs(id, from: bytes) {
+                        if changed { journal.recordSummarizedUpdate(entityID: entityID, id: id) }
+                    } else if !mustExist {
+                        try journal.recordInsert(entityID: entityID, id: id)
+                    }
+                    return try stored.withUnsafeBytes { try place(id, stored: $0, overflow: true, mustExist: mustExist, mustNotExist: false) }
+                }
+                return try stored.withUnsafeBytes { stored in
+                    try bytes.withUnsafeBytes { written in
+                        try place(id, stored: stored, overflow: overflow, mustExist: mustExist, mustNotExist: false,
+                                  telling: journal, written: written)
                     }
                 }
-                if let changed = try differs(id, from: bytes) {
-                    if changed { journal.recordSummarizedUpdate(entityID: entityID, id: id) }
-                } else if !mustExist {
-                    try journal.recordInsert(entityID: entityID, id: id)
-                }
-                return try stored.withUnsafeBytes { try place(id, stored: $0, overflow: true, mustExist: mustExist, mustNotExist: false) }
-            } else if root.rootPageID != 0, !mustNotExist, try journalUpdate(id, to: bytes, in: journal) {
-                // Journaled as an update.
             } else if !mustExist {
                 try journal.recordInsert(entityID: entityID, id: id)
             }
         }
         let (stored, overflow) = try storedForm(bytes)
         return try stored.withUnsafeBytes { try place(id, stored: $0, overflow: overflow, mustExist: mustExist, mustNotExist: mustNotExist) }
-    }
-
-    /// Tells `journal` of the update of record `id` to `bytes`, the stored record read where it
-    /// lies (copied only when it overflows); false, telling nothing, when there is no record `id`.
-    private func journalUpdate(_ id: UInt64, to bytes: [UInt8], in journal: HistoryRecorder) throws -> Bool {
-        let (_, _, leaf, _) = try findLeaf(id)
-        let (found, index) = leaf.node.search(id)
-        guard found else { return false }
-        try withStoredBytes(leaf.node, index) { old in
-            try bytes.withUnsafeBytes { try journal.recordUpdate(entityID: entityID, id: id, old: old, new: $0) }
-        }
-        return true
     }
 
     /// Inserts a new record from bytes the caller keeps (an encoding session's): as
@@ -458,11 +448,14 @@ package final class RecordTreeWriter {
     }
 
     /// Puts the stored form of a record (its bytes, or an overflow reference) into its leaf;
-    /// indexes and journal were told already — except `summarizing`, a journal that
-    /// summarizes, told here whether the record is inserted or its bytes change (`stored` must
-    /// then be the record's bytes, not an overflow reference).
+    /// indexes and journal were told already — except `journal`, told here of the insert, or of
+    /// the update where the stored record is found: a summary whether its bytes change
+    /// (`stored` must then be the record's bytes, not an overflow reference), a journal of each
+    /// change the old and the new record (`written`, the record's bytes). When the journal
+    /// throws (a record that does not decode), the tree is as it was and `stored`'s overflow
+    /// pages are freed.
     func place(_ id: UInt64, stored: UnsafeRawBufferPointer, overflow: Bool, mustExist: Bool, mustNotExist: Bool,
-               summarizing journal: HistoryRecorder? = nil) throws -> Bool {
+               telling journal: HistoryRecorder? = nil, written: UnsafeRawBufferPointer? = nil) throws -> Bool {
         if root.rootPageID == 0 {
             if mustExist { try freeStored(stored, overflow); return false }
             let pageID = try transaction.allocatePageID()
@@ -477,10 +470,12 @@ package final class RecordTreeWriter {
         let (found, index) = leaf.node.search(id)
         if found {
             if mustNotExist { try freeStored(stored, overflow); throw RecordTreeError.duplicateID(id) }
-            if let journal {
+            if let journal, journal.summarizes {
                 // An overflowing stored record is longer than any record that fits in a leaf.
                 let changed = leaf.node.isOverflow(index) || !leaf.node.bytes(index).withUnsafeBytes { $0.elementsEqual(stored) }
                 if changed { journal.recordSummarizedUpdate(entityID: entityID, id: id) }
+            } else if let journal {
+                try journalUpdate(id, leaf.node, index, to: written ?? stored, in: journal, freeing: stored, overflow)
             }
             if leaf.node.isOverflow(index) { try freeOverflow(leaf.node, index) }
             leaf.node.replace(at: index, with: stored, overflow: overflow)
@@ -512,6 +507,20 @@ package final class RecordTreeWriter {
         }
         if nodes.isOverBudget { try writeDirtyNodes() }
         return true
+    }
+
+    /// Tells `journal` of the update of record `index` of `leaf` to `written`; when it throws,
+    /// frees `stored`'s overflow pages (the new record's, not placed). Not inlined: `place`
+    /// stays as small as without a journal, and its tree walk inlined.
+    @inline(never)
+    private func journalUpdate(_ id: UInt64, _ leaf: LeafNode, _ index: Int, to written: UnsafeRawBufferPointer, in journal: HistoryRecorder,
+                               freeing stored: UnsafeRawBufferPointer, _ overflow: Bool) throws {
+        do {
+            try withStoredBytes(leaf, index) { old in try journal.recordUpdate(entityID: entityID, id: id, old: old, new: written) }
+        } catch {
+            try freeStored(stored, overflow)
+            throw error
+        }
     }
 
     /// Links `right`, split from leaf `leftID` (reached by `path`), into the tree as a new page

@@ -56,9 +56,6 @@ package final class RecordDefaults {
 package final class RecordChanges {
     // Unchecked: one thread at a time (see above), and touched for every field compared —
     // the dynamic exclusivity checks were a quarter of `compare`.
-    /// Fields of the old (stored) and new (written) record.
-    @exclusivity(unchecked) private var before = ScratchList<RecordFieldBounds>()
-    @exclusivity(unchecked) private var after = ScratchList<RecordFieldBounds>()
     /// The changed property ids.
     @exclusivity(unchecked) private var changed = ScratchList<UInt32>()
     @exclusivity(unchecked) private var old = RecordBuilder()
@@ -67,8 +64,6 @@ package final class RecordChanges {
     package init() {}
 
     deinit {
-        before.deallocate()
-        after.deallocate()
         changed.deallocate()
         old.deallocate()
         new.deallocate()
@@ -90,30 +85,34 @@ package final class RecordChanges {
     /// - Throws: `FormatError` as `RecordCodec.decodeFields` throws for either record, the
     ///   stored one checked first.
     package func compare(stored: UnsafeRawBufferPointer, written: UnsafeRawBufferPointer, defaults: RecordDefaults?) throws(FormatError) -> Bool {
-        try Self.readFields(of: stored, into: &before)
-        try Self.readFields(of: written, into: &after)
         changed.removeAll()
         old.removeAll()
         new.removeAll()
-        var i = 0, j = 0, k = 0
-        while i < before.count || j < after.count {
+        // Both records walked side by side, each field checked as decoding checks it (the
+        // stored record is input from disk; the written one is checked as it was before).
+        var before = try RecordFieldWalk(stored)
+        var after: RecordFieldWalk
+        do { after = try RecordFieldWalk(written) } catch { throw try Self.storedErrorFirst(error, &before) }
+        var hasBefore = try before.next(), hasAfter = try Self.next(&after, storedFirst: &before)
+        var k = 0
+        while hasBefore || hasAfter {
             // The next property either record holds, and its value in each (nil: absent).
             let property: UInt32
             var oldValue: UnsafeRawBufferPointer?, newValue: UnsafeRawBufferPointer?
-            if j == after.count || (i < before.count && before[i].id < after[j].id) {
-                property = before[i].id
-                oldValue = before[i].value(in: stored)
-                i += 1
-            } else if i == before.count || after[j].id < before[i].id {
-                property = after[j].id
-                newValue = after[j].value(in: written)
-                j += 1
+            if !hasAfter || (hasBefore && before.id < after.id) {
+                property = before.id
+                oldValue = before.value(in: stored)
+                hasBefore = try before.next()
+            } else if !hasBefore || after.id < before.id {
+                property = after.id
+                newValue = after.value(in: written)
+                hasAfter = try Self.next(&after, storedFirst: &before)
             } else {
-                property = before[i].id
-                oldValue = before[i].value(in: stored)
-                newValue = after[j].value(in: written)
-                i += 1
-                j += 1
+                property = before.id
+                oldValue = before.value(in: stored)
+                newValue = after.value(in: written)
+                hasBefore = try before.next()
+                hasAfter = try Self.next(&after, storedFirst: &before)
             }
             if let defaults {
                 guard let index = defaults.index(of: property, from: &k) else { continue }  // not a property of the version
@@ -134,32 +133,41 @@ package final class RecordChanges {
         return changed.count > 0
     }
 
+    /// `after.next()`; when the written record is malformed, the rest of the stored one is
+    /// checked first, and its error thrown if it has one.
+    @inline(__always)
+    private static func next(_ after: inout RecordFieldWalk, storedFirst before: inout RecordFieldWalk) throws(FormatError) -> Bool {
+        do { return try after.next() } catch { throw try storedErrorFirst(error, &before) }
+    }
+
+    /// The error to throw for a malformed written record: the stored record's (walked to its
+    /// end) if it has one, else `error`.
+    @inline(never)
+    private static func storedErrorFirst(_ error: FormatError, _ before: inout RecordFieldWalk) throws(FormatError) -> FormatError {
+        while try before.next() {}
+        return error
+    }
+
     /// A record of the values of the properties `kept` (ascending) that record `stored` has
     /// as a read gives them: its own, else the default `defaults` lists (none: left out).
     ///
     /// - Throws: `FormatError` as `RecordCodec.decodeFields` throws for `stored`.
     package func tombstone(stored: UnsafeRawBufferPointer, kept: [UInt32], defaults: RecordDefaults?) throws(FormatError) -> UnsafeRawBufferPointer {
-        try Self.readFields(of: stored, into: &before)
         old.removeAll()
-        var i = 0, k = 0
+        var walk = try RecordFieldWalk(stored)
+        var hasField = try walk.next()
+        var k = 0
         for property in kept {
-            while i < before.count && before[i].id < property { i += 1 }
-            if i < before.count && before[i].id == property {
-                old.append(property, before[i].value(in: stored))
+            while hasField && walk.id < property { hasField = try walk.next() }
+            if hasField && walk.id == property {
+                old.append(property, walk.value(in: stored))
             } else if let defaults, let index = defaults.index(of: property, from: &k), let value = defaults.value(at: index) {
                 old.append(property, value)
             }
         }
+        while hasField { hasField = try walk.next() }  // the rest is checked too
         old.finish()
         return old.record
-    }
-
-    /// Lists where `record`'s fields are (`RecordCodec.walkFields`: every check of decoding).
-    private static func readFields(of record: UnsafeRawBufferPointer, into fields: inout ScratchList<RecordFieldBounds>) throws(FormatError) {
-        fields.removeAll()
-        try RecordCodec.walkFields(record) { id, start, span, end in
-            fields.append(RecordFieldBounds(id: id, start: start, end: end, tag: span.tag))
-        }
     }
 
     /// A list of plain values (no references, nothing to deinitialize) in memory kept from use

@@ -47,24 +47,8 @@ extension RecordCodec {
     @inline(__always)
     static func walkFields(_ buffer: UnsafeRawBufferPointer,
                            _ visit: (_ id: UInt32, _ start: Int, _ span: FieldSpan, _ end: Int) -> Void) throws(FormatError) {
-        var reader = RecordFieldReader(buffer)
-        let count = try reader.readHeader()
-        var previous: UInt32?
-        var holdsReferences = false
-        for _ in 0..<count {
-            let id = try reader.readAttributeID(after: previous)
-            let start = reader.position
-            let field = try reader.readFieldSpan(id: id)
-            if field.tag == ValueTag.references.rawValue { holdsReferences = true }
-            visit(id, start, field, reader.position)
-            previous = id
-        }
-        guard reader.remaining == 0 else {
-            throw FormatError("\(reader.remaining) bytes after the last field of the record", at: reader.position)
-        }
-        guard holdsReferences || reader.format < referencesFormat else {
-            throw FormatError("a record of format \(reader.format) holds no references; it must be written in format \(baseFormat)", at: 0)
-        }
+        var walk = try RecordFieldWalk(buffer)
+        while try walk.next() { visit(walk.id, walk.start, walk.span, walk.end) }
     }
 
     /// Whether two encoded values (tag and payload each, as a record or `Value.append(to:)`
@@ -105,5 +89,60 @@ extension RecordCodec {
             index += 1
         }
         return true
+    }
+}
+
+/// ``RecordCodec/walkFields(_:_:)`` a field at a time, for a caller that walks two records side
+/// by side (`RecordChanges`): the same checks and errors, in the same order.
+struct RecordFieldWalk {
+    private var reader: RecordFieldReader
+    /// Fields not read yet.
+    private var left: Int
+    private var previous: UInt32?
+    private var holdsReferences = false
+    /// The field `next()` read: its attribute id, the offset of its tag, and its payload.
+    private(set) var id: UInt32 = 0
+    private(set) var start = 0
+    private(set) var span = FieldSpan.absent
+
+    /// Reads the record's header.
+    @inline(__always)
+    init(_ buffer: UnsafeRawBufferPointer) throws(FormatError) {
+        reader = RecordFieldReader(buffer)
+        left = try reader.readHeader()
+    }
+
+    /// The offset just past the field `next()` read.
+    var end: Int { reader.position }
+
+    /// The value (tag and payload) of the field `next()` read, in `record` (the walk's buffer).
+    @inline(__always)
+    func value(in record: UnsafeRawBufferPointer) -> UnsafeRawBufferPointer {
+        UnsafeRawBufferPointer(rebasing: record[start..<reader.position])
+    }
+
+    /// Reads the next field; false after the last, once the record is checked to end there.
+    @inline(__always)
+    mutating func next() throws(FormatError) -> Bool {
+        guard left > 0 else {
+            try checkEnd()
+            return false
+        }
+        id = try reader.readAttributeID(after: previous)
+        start = reader.position
+        span = try reader.readFieldSpan(id: id)
+        if span.tag == ValueTag.references.rawValue { holdsReferences = true }
+        previous = id
+        left -= 1
+        return true
+    }
+
+    private func checkEnd() throws(FormatError) {
+        guard reader.remaining == 0 else {
+            throw FormatError("\(reader.remaining) bytes after the last field of the record", at: reader.position)
+        }
+        guard holdsReferences || reader.format < RecordCodec.referencesFormat else {
+            throw FormatError("a record of format \(reader.format) holds no references; it must be written in format \(RecordCodec.baseFormat)", at: 0)
+        }
     }
 }

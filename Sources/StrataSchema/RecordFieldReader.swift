@@ -397,24 +397,27 @@ struct RecordFieldReader {
 
     /// Whether every byte is below 0x80: the bytes OR-ed together sixteen, then eight at a
     /// time, one test at the end (record strings are short: an early exit saves little and
-    /// costs a branch per word).
+    /// costs a branch per word). The bytes left after the last whole word are read as one
+    /// word (or two halves) ending at the last byte, overlapping bytes already read, instead
+    /// of one at a time.
     static func isASCII(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
         let raw = UnsafeRawBufferPointer(bytes)
         let count = raw.count
-        var index = 0
         var seen: UInt64 = 0
-        while index + 16 <= count {
-            seen |= raw.loadUnaligned(fromByteOffset: index, as: UInt64.self)
-                | raw.loadUnaligned(fromByteOffset: index + 8, as: UInt64.self)
-            index += 16
-        }
-        if index + 8 <= count {
-            seen |= raw.loadUnaligned(fromByteOffset: index, as: UInt64.self)
-            index += 8
-        }
-        while index < count {
-            seen |= UInt64(raw[index])
-            index += 1
+        if count >= 8 {
+            var index = 0
+            while index + 16 <= count {
+                seen |= raw.loadUnaligned(fromByteOffset: index, as: UInt64.self)
+                    | raw.loadUnaligned(fromByteOffset: index + 8, as: UInt64.self)
+                index += 16
+            }
+            if index + 8 <= count { seen |= raw.loadUnaligned(fromByteOffset: index, as: UInt64.self) }
+            seen |= raw.loadUnaligned(fromByteOffset: count - 8, as: UInt64.self)
+        } else if count >= 4 {
+            seen = UInt64(raw.loadUnaligned(fromByteOffset: 0, as: UInt32.self) | raw.loadUnaligned(fromByteOffset: count - 4, as: UInt32.self))
+        } else if count > 0 {
+            // One to three bytes: the first, the middle and the last.
+            seen = UInt64(raw[0] | raw[count / 2] | raw[count - 1])
         }
         return seen & 0x8080_8080_8080_8080 == 0
     }

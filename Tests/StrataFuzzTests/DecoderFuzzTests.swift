@@ -198,20 +198,21 @@ enum DecoderCatalog {
     }
 
     static func encodedPart(timestamp: Int64?, author: String?, _ operations: [HistoryOperation]) -> [UInt8] {
-        var writer = ByteWriter()
+        var writer = HistoryPartBuffer(capacity: 64)
+        defer { writer.deallocate() }
         writer.append(HistoryCodec.version)
         writer.append(UInt8(0))
         if let timestamp {
             writer.append(timestamp)
             if let author {
                 writer.appendVarint(UInt64(author.utf8.count + 1))
-                writer.append(bytes: Array(author.utf8))
+                Array(author.utf8).withUnsafeBytes { writer.append(raw: $0) }
             } else {
                 writer.appendVarint(0)
             }
         }
         for operation in operations { HistoryCodec.append(operation, to: &writer) }
-        return writer.bytes
+        return Array(writer.bytes)
     }
 
     static func decoders(_ pages: StorePages) -> [FuzzedDecoder] {

@@ -261,4 +261,28 @@ import StrataTestSupport
         }
         #expect(try RecordStoreTests.contents(store) == before)
     }
+
+    /// An update to a record too large for its leaf, of a stored record that does not decode:
+    /// the new record's overflow pages are written before the journal compares the two, and
+    /// freed when it throws — a caller that catches the error and commits leaves no page behind.
+    @Test func aFailedJournaledUpdateLeavesNoOverflowPages() throws {
+        let store = RecordStore(log: try PageLog.open(directory: "/s", fileSystem: MemoryFileSystem(), options: RecordStoreTests.options()),
+                                treeOptions: RecordStoreTests.treeOptions())
+        let corrupt: [UInt8] = [1, 2, 1, 3, 2, 1, 3, 4]  // attribute 1 given twice
+        try store.write { transaction in try transaction.tree(for: 1, schemaVersion: 1).insert(1, bytes: corrupt) }
+        let pagesBefore = store.log.statistics.pageCount
+        let large = RecordCodec.encode([1: .data([UInt8](repeating: 7, count: 5_000))])
+        #expect(large.count > RecordStoreTests.treeOptions().maximumInlineRecord)
+        var caught: RecordTreeError?
+        try store.write { transaction in
+            _ = transaction.journal(author: nil, timestamp: 1)
+            do { try transaction.tree(for: 1, schemaVersion: 1).update(1, bytes: large) } catch let error as RecordTreeError { caught = error }
+        }
+        guard case .invalidRecord(1, 1, _)? = caught else {
+            Issue.record("the update threw \(String(describing: caught)), not invalidRecord")
+            return
+        }
+        #expect(store.log.statistics.pageCount == pagesBefore)
+        #expect(try RecordStoreTests.contents(store) == [1: [1: corrupt]])
+    }
 }

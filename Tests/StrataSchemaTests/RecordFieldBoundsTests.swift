@@ -42,6 +42,38 @@ import StrataTestSupport
         #expect(equalButDifferentBytes == 6)
     }
 
+    /// A string of every length up to 40 with one byte that is not ASCII at each position: an
+    /// invalid byte (0xFF) makes decoding and `fieldBounds` throw, a valid two-byte character
+    /// decodes as itself — the ASCII test that lets plain strings skip UTF-8 validation reads
+    /// every byte whatever the length (it reads words that overlap at the end).
+    @Test func everyByteOfAStringIsCheckedForUTF8() throws {
+        func record(_ utf8: [UInt8]) -> [UInt8] {
+            [RecordCodec.baseFormat, 1, 1, ValueTag.string.rawValue, UInt8(utf8.count)] + utf8
+        }
+        var bounds: [RecordFieldBounds] = []
+        for length in 0...40 {
+            let plain = [UInt8](repeating: UInt8(ascii: "a"), count: length)
+            #expect(try RecordCodec.decodeFields(record(plain)).first?.value == .string(String(repeating: "a", count: length)))
+            for position in 0..<length {
+                var invalid = plain
+                invalid[position] = 0xFF
+                #expect(throws: FormatError.self, "length \(length), 0xFF at \(position)") { try RecordCodec.decodeFields(record(invalid)) }
+                #expect(throws: FormatError.self, "length \(length), 0xFF at \(position) (bounds)") {
+                    try record(invalid).withUnsafeBytes { try RecordCodec.fieldBounds($0, into: &bounds) }
+                }
+                guard position + 1 < length else { continue }
+                var accented = plain
+                accented[position] = 0xC3
+                accented[position + 1] = 0xA9  // é
+                let expected = String(decoding: accented, as: UTF8.self)
+                #expect(expected.contains("\u{E9}"))
+                #expect(try RecordCodec.decodeFields(record(accented)).first?.value == .string(expected))
+                try record(accented).withUnsafeBytes { try RecordCodec.fieldBounds($0, into: &bounds) }
+                #expect(bounds.count == 1 && bounds.first?.end == length + 5)
+            }
+        }
+    }
+
     /// Valid records and their corruptions (a byte changed, bytes cut off): `fieldBounds`
     /// throws exactly the error `decodeFields` throws, and otherwise finds the fields it
     /// decodes, each value's bytes being its encoding.
