@@ -160,7 +160,8 @@ package final class RecordTransaction {
 
     let options: RecordTreeOptions
     var root: StoreRoot
-    var trees: [UInt32: RecordTreeWriter] = [:]
+    // Unchecked: the transaction's thread only, and read on every change (`tree(for:)`).
+    @exclusivity(unchecked) var trees: [UInt32: RecordTreeWriter] = [:]
     /// Whether the record trees this transaction opens read their nodes through the memory map
     /// (`RecordTreeWriter.mappedReads`); false for a migration closure's flushes, which read a
     /// whole store once and should not leave it mapped into the process.

@@ -135,9 +135,14 @@ extension RecordTreeWriter {
 
     /// Calls `body` with record `index` of `leaf`: its bytes where they lie in the leaf, or
     /// assembled from its overflow pages.
-    func withStoredBytes<Result>(_ leaf: LeafNode, _ index: Int, _ body: (UnsafeRawBufferPointer) throws -> Result) throws -> Result {
-        guard leaf.isOverflow(index) else { return try leaf.bytes(index).withUnsafeBytes(body) }
-        return try materialize(leaf, index).withUnsafeBytes(body)
+    func withStoredBytes<Result>(_ leaf: Leaf, _ index: Int, _ body: (UnsafeRawBufferPointer) throws -> Result) throws -> Result {
+        guard leaf.node.isOverflow(index) else {
+            // In the leaf's array, through the node held by `leaf`: no copy of the node, no
+            // slice (each was retains and releases of the node's arrays, per change journaled).
+            let range = leaf.node.start(index)..<leaf.node.end(index)
+            return try leaf.node.data.withUnsafeBytes { try body(UnsafeRawBufferPointer(rebasing: $0[range])) }
+        }
+        return try materialize(leaf.node, index).withUnsafeBytes(body)
     }
 
     func materialize(_ leaf: LeafNode, _ index: Int) throws -> [UInt8] {

@@ -107,7 +107,7 @@ package final class RecordTreeWriter {
         while index < count {
             let first = id(index)
             var end = index + 1
-            if indexes == nil, journal.map(\.summarizes) ?? true, root.rootPageID != 0 {
+            if indexes == nil, journal?.summarizes ?? true, root.rootPageID != 0 {
                 let (_, leafID, leaf, high) = try findLeaf(first)
                 while end < count, high.map({ id(end) < $0 }) ?? true { end += 1 }
                 if end - index > 1 {
@@ -202,7 +202,7 @@ package final class RecordTreeWriter {
         var (path, leafID, leaf, _) = try findLeaf(id)
         let (found, index) = leaf.node.search(id)
         guard found else { return false }
-        if let journal { try withStoredBytes(leaf.node, index) { try journal.recordDelete(entityID: entityID, id: id, old: $0) } }
+        if let journal { try withStoredBytes(leaf, index) { try journal.recordDelete(entityID: entityID, id: id, old: $0) } }
         if leaf.node.isOverflow(index) { try freeOverflow(leaf.node, index) }
         leaf.node.remove(at: index)
         root.count -= 1
@@ -475,7 +475,7 @@ package final class RecordTreeWriter {
                 let changed = leaf.node.isOverflow(index) || !leaf.node.bytes(index).withUnsafeBytes { $0.elementsEqual(stored) }
                 if changed { journal.recordSummarizedUpdate(entityID: entityID, id: id) }
             } else if let journal {
-                try journalUpdate(id, leaf.node, index, to: written ?? stored, in: journal, freeing: stored, overflow)
+                try journalUpdate(id, leaf, index, to: written ?? stored, in: journal, freeing: stored, overflow)
             }
             if leaf.node.isOverflow(index) { try freeOverflow(leaf.node, index) }
             leaf.node.replace(at: index, with: stored, overflow: overflow)
@@ -513,7 +513,7 @@ package final class RecordTreeWriter {
     /// frees `stored`'s overflow pages (the new record's, not placed). Not inlined: `place`
     /// stays as small as without a journal, and its tree walk inlined.
     @inline(never)
-    private func journalUpdate(_ id: UInt64, _ leaf: LeafNode, _ index: Int, to written: UnsafeRawBufferPointer, in journal: HistoryRecorder,
+    private func journalUpdate(_ id: UInt64, _ leaf: Leaf, _ index: Int, to written: UnsafeRawBufferPointer, in journal: HistoryRecorder,
                                freeing stored: UnsafeRawBufferPointer, _ overflow: Bool) throws {
         do {
             try withStoredBytes(leaf, index) { old in try journal.recordUpdate(entityID: entityID, id: id, old: old, new: written) }
