@@ -6,8 +6,14 @@ package enum LZ4Codec {
     /// The largest input LZ4 accepts.
     package static let maximumInputSize = Int(LZ4_MAX_INPUT_SIZE)
 
-    /// The worst-case compressed size of `count` bytes.
-    package static func bound(_ count: Int) -> Int { Int(LZ4_compressBound(Int32(count))) }
+    /// The worst-case compressed size of `count` bytes: liblz4's `LZ4_COMPRESSBOUND` (0 past
+    /// `maximumInputSize`), computed here rather than called — a reader checks it for every
+    /// block of a page it opens.
+    @inline(__always)
+    package static func bound(_ count: Int) -> Int {
+        guard count >= 0, count <= maximumInputSize else { return 0 }
+        return count + count / 255 + 16
+    }
 
     /// Compresses `source` into `destination`; returns the compressed size, or nil when the
     /// result would not fit (the caller then stores the bytes raw).

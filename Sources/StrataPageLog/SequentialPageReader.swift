@@ -13,7 +13,9 @@ package final class SequentialPageReader {
     /// with `pread` (one pass over much data — a migration — whose pages should not stay
     /// mapped into the process).
     package let mapped: Bool
-    private var payload: [UInt8] = []
+    /// The buffer pages are decompressed into, grown as needed, never cleared (a decompression
+    /// writes every byte the page's body reads).
+    private var payload = UnsafeMutableRawBufferPointer(start: nil, count: 0)
     /// Frames read ahead, when not mapped.
     private let window: ReadWindow?
 
@@ -24,25 +26,30 @@ package final class SequentialPageReader {
         window = mapped ? nil : ReadWindow()
     }
 
+    deinit { payload.deallocate() }
+
     /// Calls `body` with the page's bytes and returns what it returns; nil when the snapshot has
     /// no such page.
     /// - Throws: `PageLogError.corruption` when the frame fails verification; I/O errors.
-    package func withPage<T>(_ pageID: UInt64, _ body: (UnsafeRawBufferPointer) throws -> T) throws -> T? {
-        var result: T?
+    package func withPage(_ pageID: UInt64, _ body: (UnsafeRawBufferPointer) throws -> Bool) throws -> Bool? {
+        // Not generic: called from another module, a generic one looked up `Optional<T>`'s
+        // metadata twice a page (2 % of a filtered scan).
+        var result: Bool?
         let present = try snapshot.withVerifiedFrame(pageID, mapped: mapped, window: window) { header, stored, path, offset in
             switch header.codec {
             case .none:
                 result = try body(stored)
             case .lz4, .lz4Halves, .lz4Blocks:
                 let rawLength = Int(header.rawLength)
-                if payload.count < rawLength { payload = [UInt8](repeating: 0, count: rawLength) }
-                result = try payload.withUnsafeMutableBytes { buffer in
-                    let destination = UnsafeMutableRawBufferPointer(rebasing: buffer[0..<rawLength])
-                    do { try FrameCodec.decompress(header, stored: stored, into: destination) } catch let error as FormatError {
-                        throw PageLogError.corrupt(path, offset, error)
-                    }
-                    return try body(UnsafeRawBufferPointer(destination))
+                if payload.count < rawLength {
+                    payload.deallocate()
+                    payload = .allocate(byteCount: max(rawLength, 16 << 10), alignment: 8)
                 }
+                let destination = UnsafeMutableRawBufferPointer(rebasing: payload[0..<rawLength])
+                do { try FrameCodec.decompress(header, stored: stored, into: destination) } catch let error as FormatError {
+                    throw PageLogError.corrupt(path, offset, error)
+                }
+                result = try body(UnsafeRawBufferPointer(destination))
             }
         }
         return present ? result : nil

@@ -86,7 +86,12 @@ package indirect enum RecordCondition: Sendable, Equatable {
     /// bytes; nil when the record must be decoded (also for bytes that do not parse: decoding
     /// reports the error).
     package func evaluate(_ bytes: UnsafeRawBufferPointer) -> Bool? {
-        evaluate(bytes, recordLength: bytes.count)
+        switch self {
+        // A single comparison, the most common condition, without the recursive walk's call:
+        // this runs for every record a filtered scan reads.
+        case .compare, .startsWith: evaluateComparison(bytes, recordLength: bytes.count)
+        default: evaluate(bytes, recordLength: bytes.count)
+        }
     }
 
     /// `evaluate` on the first bytes of a record of `recordLength` bytes that hold every field
@@ -108,12 +113,26 @@ package indirect enum RecordCondition: Sendable, Equatable {
             let right = b.evaluate(bytes, recordLength: recordLength)
             if right == true { return true }
             return left == false && right == false ? false : nil
+        case .compare, .startsWith: return evaluateComparison(bytes, recordLength: recordLength)
+        }
+    }
+
+    /// `evaluate` of `.compare` and `.startsWith` (nil for any other case).
+    @inline(__always)
+    private func evaluateComparison(_ bytes: UnsafeRawBufferPointer, recordLength: Int) -> Bool? {
+        switch self {
         case .compare(let id, let comparison, let constant, let absent):
             guard let field = StoredField.find(id, in: bytes, recordLength: recordLength) else { return nil }
             return field.compare(comparison, constant, absent: absent)
         case .startsWith(let id, let prefix, let absent):
+            // A plain string field is compared where the walk found it.
+            let location = StoredField.locatePlain(id, in: bytes, recordLength: recordLength)
+            if location.offset >= 0, location.tag == ValueTag.string.rawValue, let base = bytes.baseAddress {
+                return StoredField.startsWith(UnsafeRawBufferPointer(start: base + location.offset + 1, count: location.count - 1), prefix)
+            }
             guard let field = StoredField.find(id, in: bytes, recordLength: recordLength) else { return nil }
             return field.startsWith(prefix, absent: absent)
+        default: return nil
         }
     }
 
@@ -177,6 +196,64 @@ enum StoredField {
     /// skips, which decoding checks.
     @inline(__always)
     static func find(_ id: UInt32, in bytes: UnsafeRawBufferPointer, recordLength: Int) -> StoredField? {
+        let location = locatePlain(id, in: bytes, recordLength: recordLength)
+        if location.offset >= 0, let tag = ValueTag(rawValue: location.tag), let base = bytes.baseAddress {
+            return .present(tag: tag, payload: UnsafeRawBufferPointer(start: base + location.offset, count: location.count))
+        }
+        if location.offset == PlainFieldLocation.absent { return .absent }
+        return findCarefully(id, in: bytes, recordLength: recordLength)
+    }
+
+    /// `find` of a record whose header, ids, lengths and integers up to the field are one byte
+    /// each and whose tags are not references — nearly every record — by plain loads and
+    /// comparisons, with the same checks, so the same answer; `.unsure` for anything else,
+    /// every malformed record included (`findCarefully` then walks it again and answers). A
+    /// plain string's payload is its one-byte length and its bytes. (Through the reader's
+    /// throwing reads, the walk cost ~80 instructions a field: a quarter of a filtered scan.)
+    @inline(__always)
+    static func locatePlain(_ id: UInt32, in bytes: UnsafeRawBufferPointer, recordLength: Int) -> PlainFieldLocation {
+        // Offsets are checked against `end` before each load; the arithmetic cannot overflow
+        // (offsets stay within the buffer plus 2 + 127), so it wraps rather than checks.
+        let end = bytes.count
+        guard end >= 2, let base = bytes.baseAddress else { return .unsure }
+        let format = base.load(as: UInt8.self)
+        var left = Int(base.load(fromByteOffset: 1, as: UInt8.self))
+        guard format != 0, format <= RecordCodec.formatVersion, left < 0x80, left <= max(0, (recordLength &- 1) / 2) else { return .unsure }
+        var position = 2
+        var previous = -1
+        while left > 0 {
+            left &-= 1
+            guard end &- position >= 2 else { return .unsure }
+            let fieldID = Int(base.load(fromByteOffset: position, as: UInt8.self))
+            guard fieldID < 0x80, fieldID > previous else { return .unsure }
+            if UInt32(truncatingIfNeeded: fieldID) > id { return PlainFieldLocation(tag: 0, offset: PlainFieldLocation.absent, count: 0) }
+            previous = fieldID
+            let tag = base.load(fromByteOffset: position &+ 1, as: UInt8.self)
+            let start = position &+ 2
+            var size: Int
+            switch tag {
+            case ValueTag.false.rawValue, ValueTag.true.rawValue: size = 0
+            case ValueTag.double.rawValue, ValueTag.date.rawValue: size = 8
+            case ValueTag.uuid.rawValue: size = 16
+            case ValueTag.int.rawValue, ValueTag.string.rawValue, ValueTag.data.rawValue, ValueTag.codable.rawValue:
+                // A one-byte integer, or a one-byte length and the bytes.
+                guard start < end else { return .unsure }
+                let first = base.load(fromByteOffset: start, as: UInt8.self)
+                guard first < 0x80 else { return .unsure }
+                size = tag == ValueTag.int.rawValue ? 1 : 1 &+ Int(first)
+            default: return .unsure  // null, references, unknown: read carefully
+            }
+            guard end &- start >= size else { return .unsure }
+            position = start &+ size
+            if UInt32(truncatingIfNeeded: fieldID) == id { return PlainFieldLocation(tag: tag, offset: start, count: size) }
+        }
+        return PlainFieldLocation(tag: 0, offset: PlainFieldLocation.absent, count: 0)
+    }
+
+    /// `find` through the reader's checked reads, for any record (and the tests' reference for
+    /// `locatePlain`).
+    @inline(never)
+    static func findCarefully(_ id: UInt32, in bytes: UnsafeRawBufferPointer, recordLength: Int) -> StoredField? {
         var reader = RecordFieldReader(bytes)
         guard let count = try? reader.readHeader(recordLength: recordLength) else { return nil }
         var previous: UInt32?
@@ -244,6 +321,7 @@ enum StoredField {
     }
 
     /// Whether a string field starts with the ASCII `prefix`, when that can be told exactly.
+    @inline(__always)
     func startsWith(_ prefix: [UInt8], absent: Value?) -> Bool? {
         switch self {
         case .absent:
@@ -251,6 +329,13 @@ enum StoredField {
             return value.withUTF8 { Self.startsWith(UnsafeRawBufferPointer($0), prefix) }
         case .present(let tag, let payload):
             guard tag == .string else { return nil }
+            // A one-byte length (nearly every string) read in place; any other, through the reader.
+            if let base = payload.baseAddress, payload.count > 0 {
+                let length = base.load(as: UInt8.self)
+                if length < 0x80, payload.count &- 1 >= Int(length) {
+                    return Self.startsWith(UnsafeRawBufferPointer(start: base + 1, count: Int(length)), prefix)
+                }
+            }
             var reader = RecordFieldReader(payload)
             guard let stored = try? reader.readLengthPrefixedSlice("string") else { return nil }
             return Self.startsWith(stored, prefix)
@@ -259,16 +344,21 @@ enum StoredField {
 
     /// False when `stored` cannot start with the ASCII `prefix` as Swift compares strings;
     /// nil otherwise (see ``RecordCondition``).
+    @inline(__always)
     static func startsWith(_ stored: UnsafeRawBufferPointer, _ prefix: [UInt8]) -> Bool? {
-        var index = 0
-        while index < prefix.count {
-            guard index < stored.count else { return false }  // shorter, and ASCII so far
-            let byte = stored[index]
-            guard byte < 0x80 else { return nil }
-            if byte != prefix[index] { return false }
-            index += 1
+        prefix.withUnsafeBufferPointer { prefix in
+            let common = min(stored.count, prefix.count)
+            var index = 0
+            while index < common {
+                let byte = stored.load(fromByteOffset: index, as: UInt8.self)
+                guard byte < 0x80 else { return nil }
+                if byte != prefix[index] { return false }
+                index &+= 1
+            }
+            // A byte match: a combining mark may follow; the predicate decides. Shorter, and
+            // ASCII so far: no.
+            return common == prefix.count ? nil : false
         }
-        return nil  // a byte match: a combining mark may follow; the predicate decides
     }
 
     static func compare(_ value: Value, _ comparison: RecordCondition.Comparison, _ constant: Value) -> Bool? {
@@ -414,4 +504,17 @@ extension Value {
         default: nil
         }
     }
+}
+
+/// What `StoredField.locatePlain` found: field payload `offset ..< offset + count` with `tag`
+/// (a valid tag, never null or references), or an `offset` below zero — `absent` (the record
+/// has no such field) or `unsure` (not a plain record: walk it carefully). Three words,
+/// returned in registers.
+struct PlainFieldLocation {
+    var tag: UInt8
+    var offset: Int
+    var count: Int
+
+    static let absent = -1
+    static let unsure = PlainFieldLocation(tag: 0, offset: -2, count: 0)
 }

@@ -266,6 +266,22 @@ import StrataTestSupport
             } catch is FormatError {}
         }
     }
+
+    /// `bound` is liblz4's `LZ4_COMPRESSBOUND`: random bytes (which do not compress) of sizes
+    /// around the block sizes the log uses compress into `bound` bytes; sizes LZ4 refuses
+    /// bound to 0.
+    @Test func boundIsLZ4sWorstCase() {
+        var random = SeededRandom(seed: 29)
+        for count in [1, 2, 15, 16, 17, 64, 254, 255, 256, 1023, 1024, 1025, 4096, 16_384, 65_536] {
+            let source = random.bytes(count)
+            #expect(LZ4Codec.bound(count) == count + count / 255 + 16, "size \(count)")
+            var destination = [UInt8](repeating: 0, count: LZ4Codec.bound(count))
+            let written = source.withUnsafeBytes { source in destination.withUnsafeMutableBytes { LZ4Codec.compress(source, into: $0) } }
+            #expect((written ?? 0) > count, "size \(count): random bytes must fit the bound, and not shrink")
+        }
+        #expect(LZ4Codec.bound(-1) == 0)
+        #expect(LZ4Codec.bound(LZ4Codec.maximumInputSize + 1) == 0)
+    }
 }
 
 @Suite struct StructureTests {

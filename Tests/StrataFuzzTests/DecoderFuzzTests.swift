@@ -365,6 +365,9 @@ enum DecoderCatalog {
                 guard Dictionary(fields.map { ($0.id, $0.value) }, uniquingKeysWith: { a, _ in a }) == values else { return "decodeFields and decode differ" }
                 return roundTrip(values, RecordCodec.encode, RecordCodec.decode)
             },
+            FuzzedDecoder("stored field lookup (scan pre-filter)", seeds: storedFieldSeeds + pages.records) { bytes in
+                storedFieldProblem(bytes)
+            },
             FuzzedDecoder("typed record (RecordDecoder)", seeds: itemSeeds + valid(pages.records) { bytes in
                 try bytes.withUnsafeBytes { try RecordDecoder().decode(FzV2.Item.self, bytes: $0, layout: itemLayout) }
             }) { bytes in
@@ -463,6 +466,50 @@ enum DecoderCatalog {
 
     /// An input of the page decoders read as a u16 page length, then a stored payload: the
     /// payload and the header of a page frame with `codec` (format 2 for codec 2, 3 for codec 3).
+    /// Records for the pre-filter's field lookup: plain ones, and ones it must leave to the
+    /// careful walk (two-byte lengths, ids and integers; references; booleans and UUIDs).
+    static let storedFieldSeeds: [[UInt8]] = [
+        RecordCodec.encode([1: .string("Ada"), 2: .date(Date(timeIntervalSinceReferenceDate: 5)), 3: .string("note"), 5: .int(-3)]),
+        RecordCodec.encode([1: .string(String(repeating: "x", count: 200)), 4: .int(1 << 40), 200: .bool(true)]),
+        RecordCodec.encode([2: .references([7, 9]), 3: .data([1, 2, 3]), 6: .uuid(UUID(uuid: (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16)))]),
+        RecordCodec.encode([1: .bool(false), 2: .double(2.5), 3: .string("ab"), 4: .codable([0x7B, 0x7D])]),
+    ]
+
+    /// How `StoredField.find` — and a `startsWith` condition, which reads plain strings where
+    /// the walk found them — differ from the careful walk on `bytes`, whole and cut short
+    /// (a prefix of a longer record); "" when they never do.
+    static func storedFieldProblem(_ bytes: [UInt8]) -> String {
+        func describe(_ field: StoredField?, _ base: UnsafeRawBufferPointer) -> String {
+            switch field {
+            case nil: "unparsed"
+            case .absent: "absent"
+            case .present(let tag, let payload)?:
+                "\(tag) at \(payload.baseAddress.map { $0 - (base.baseAddress ?? $0) } ?? -1) of \(payload.count) bytes"
+            }
+        }
+        return bytes.withUnsafeBytes { whole in
+            for cut in Set([whole.count, whole.count / 2, min(whole.count, 3)]) {
+                let bytes = UnsafeRawBufferPointer(rebasing: whole[0..<cut])
+                for id: UInt32 in [0, 1, 2, 3, 4, 5, 6, 7, 127, 128, 200, 201] {
+                    let found = StoredField.find(id, in: bytes, recordLength: whole.count)
+                    let careful = StoredField.findCarefully(id, in: bytes, recordLength: whole.count)
+                    guard describe(found, bytes) == describe(careful, bytes) else {
+                        return "field \(id) in \(cut) of \(whole.count) bytes: find \(describe(found, bytes)), careful \(describe(careful, bytes))"
+                    }
+                    guard cut == whole.count else { continue }
+                    for prefix in [Array("a".utf8), Array("no".utf8), Array("xxx".utf8)] {
+                        let answer = RecordCondition.startsWith(attributeID: id, prefix: prefix, absent: nil).evaluate(bytes)
+                        let expected = careful.flatMap { $0.startsWith(prefix, absent: nil) }
+                        guard answer == expected else {
+                            return "field \(id) starts with \(prefix): \(String(describing: answer)), careful \(String(describing: expected))"
+                        }
+                    }
+                }
+            }
+            return ""
+        }
+    }
+
     static func pagePayload(_ bytes: [UInt8], codec: PayloadCodec) -> (header: FrameHeader, stored: [UInt8])? {
         guard bytes.count >= 2 else { return nil }
         let stored = Array(bytes[2...])

@@ -20,7 +20,10 @@ import StrataTestSupport
             // Scans read through SequentialPageReader: it must verify exactly as Snapshot.read does.
             let reader = SequentialPageReader(snapshot)
             var viaReader: [UInt64: [UInt8]] = [:]
-            for id in try snapshot.pageIDs() { viaReader[id] = try reader.withPage(id) { Array($0) } }
+            for id in try snapshot.pageIDs() {
+                var bytes: [UInt8]?
+                if try reader.withPage(id, { bytes = Array($0); return true }) == true { viaReader[id] = bytes }
+            }
             var recovered: [UInt64: [UInt8]] = [:]
             for id in try snapshot.pageIDs() {
                 guard let page = try snapshot.read(id) else {
