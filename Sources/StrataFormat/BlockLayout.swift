@@ -72,16 +72,30 @@ extension FrameCodec {
             }
             self.shape = shape
             self.stored = stored
+            // Every block but the last holds `blockSize` raw bytes: one bound for all of them.
+            // (A reader checks this table for every page it opens.)
+            guard shape.blockCount > 0, let base = stored.baseAddress else {
+                guard shape.headLength == stored.count else {
+                    throw FormatError("LZ4 blocks end at payload offset \(shape.headLength), the payload at \(stored.count)", at: FrameHeader.size)
+                }
+                return
+            }
+            let last = shape.blockCount - 1
+            let fullBound = LZ4Codec.bound(shape.blockSize)
             var position = shape.headLength
-            for index in 0..<blockCount {
-                let entry = self.entry(index), raw = rawRange(index).count
-                let possible = entry.isRaw ? entry.storedLength == raw
-                                           : entry.storedLength > 0 && entry.storedLength <= LZ4Codec.bound(raw)
-                guard possible, entry.storedLength <= stored.count - position else {
-                    throw FormatError("LZ4 block \(index) of \(entry.storedLength) stored bytes impossible for \(raw) bytes at payload offset \(position)",
+            var index = 0
+            while index <= last {
+                let length = UInt32(littleEndian: (base + Self.fixedSize + index * Self.entrySize).loadUnaligned(as: UInt32.self))
+                let storedLength = Int(length & ~Self.rawFlag)
+                let raw = index < last ? shape.blockSize : shape.rawLength - shape.prefixLength - last * shape.blockSize
+                let possible = length & Self.rawFlag != 0 ? storedLength == raw
+                    : storedLength > 0 && storedLength <= (index < last ? fullBound : LZ4Codec.bound(raw))
+                guard possible, storedLength <= stored.count - position else {
+                    throw FormatError("LZ4 block \(index) of \(storedLength) stored bytes impossible for \(raw) bytes at payload offset \(position)",
                                       at: FrameHeader.size + Self.fixedSize + index * Self.entrySize)
                 }
-                position += entry.storedLength
+                position += storedLength
+                index += 1
             }
             guard position == stored.count else {
                 throw FormatError("LZ4 blocks end at payload offset \(position), the payload at \(stored.count)", at: FrameHeader.size)

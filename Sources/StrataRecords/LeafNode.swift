@@ -187,6 +187,38 @@ struct LeafView {
     /// and the last ends exactly at the end of the data.
     static func validateDirectory(_ raw: UnsafeRawBufferPointer, count: Int, dataCount: Int) throws {
         precondition(raw.count >= LeafNode.headerSize + count * LeafNode.entrySize)
+        // Every lookup that opens a leaf checks its directory: first by one pass that only
+        // notes whether anything is wrong (no branch per entry but the loop's), and only then
+        // entry by entry, to name the first bad one.
+        if count > 0, let base = raw.baseAddress, directoryIsValid(base + LeafNode.headerSize, count: count, dataCount: dataCount) { return }
+        try reportDirectory(raw, count: count, dataCount: dataCount)
+    }
+
+    /// Whether the `count` entries at `entries` ascend by id and by end, the ends within
+    /// `dataCount` and the last exactly there.
+    @inline(__always)
+    private static func directoryIsValid(_ entries: UnsafeRawPointer, count: Int, dataCount: Int) -> Bool {
+        var previousID = UInt64(littleEndian: entries.loadUnaligned(as: UInt64.self))
+        var previousEnd = UInt32(littleEndian: entries.loadUnaligned(fromByteOffset: 8, as: UInt32.self)) & ~LeafNode.overflowFlag
+        guard dataCount <= Int(UInt32.max) else { return false }
+        let limit = UInt32(dataCount)
+        var bad: UInt8 = previousEnd > limit ? 1 : 0
+        var offset = LeafNode.entrySize
+        let end = count &* LeafNode.entrySize
+        while offset < end {
+            let id = UInt64(littleEndian: entries.loadUnaligned(fromByteOffset: offset, as: UInt64.self))
+            let entryEnd = UInt32(littleEndian: entries.loadUnaligned(fromByteOffset: offset &+ 8, as: UInt32.self)) & ~LeafNode.overflowFlag
+            bad |= (id <= previousID ? 1 : 0) | (entryEnd < previousEnd ? 1 : 0)
+            previousID = id
+            previousEnd = entryEnd
+            offset &+= LeafNode.entrySize
+        }
+        return bad == 0 && previousEnd == limit
+    }
+
+    /// `validateDirectory`'s entry-by-entry check, which throws for the first bad entry.
+    @inline(never)
+    private static func reportDirectory(_ raw: UnsafeRawBufferPointer, count: Int, dataCount: Int) throws {
         let dataStart = LeafNode.headerSize + count * LeafNode.entrySize
         var previousID: UInt64 = 0
         var previousEnd = 0

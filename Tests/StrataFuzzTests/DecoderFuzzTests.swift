@@ -477,7 +477,8 @@ enum DecoderCatalog {
 
     /// How `StoredField.find` — and a `startsWith` condition, which reads plain strings where
     /// the walk found them — differ from the careful walk on `bytes`, whole and cut short
-    /// (a prefix of a longer record); "" when they never do.
+    /// (a prefix of a longer record), and typed decoding's `locateFields` from its careful
+    /// walk; "" when they never do.
     static func storedFieldProblem(_ bytes: [UInt8]) -> String {
         func describe(_ field: StoredField?, _ base: UnsafeRawBufferPointer) -> String {
             switch field {
@@ -506,6 +507,19 @@ enum DecoderCatalog {
                     }
                 }
             }
+            // Typed decoding's walk: the same spans, or the same error.
+            let ids: [UInt32] = [0, 1, 2, 3, 4, 5, 6, 7, 127, 200]
+            func spans(_ locate: (UnsafeMutablePointer<FieldSpan>) throws(FormatError) -> Void) -> String {
+                withUnsafeTemporaryAllocation(of: FieldSpan.self, capacity: ids.count) { buffer in
+                    guard let fields = buffer.baseAddress else { return "" }
+                    fields.initialize(repeating: .absent, count: ids.count)
+                    do throws(FormatError) { try locate(fields) } catch { return "error \(error)" }
+                    return (0..<ids.count).map { "\(fields[$0].tag):\(fields[$0].bits):\(fields[$0].count)" }.joined(separator: " ")
+                }
+            }
+            let located = spans { fields throws(FormatError) in try RecordCodec.locateFields(whole, ids: ids, into: fields) }
+            let carefully = spans { fields throws(FormatError) in try RecordCodec.locateFieldsCarefully(whole, ids: ids, into: fields) }
+            guard located == carefully else { return "locateFields \(located), carefully \(carefully)" }
             return ""
         }
     }
