@@ -85,14 +85,23 @@ package final class RecordChanges {
     /// - Throws: `FormatError` as `RecordCodec.decodeFields` throws for either record, the
     ///   stored one checked first.
     package func compare(stored: UnsafeRawBufferPointer, written: UnsafeRawBufferPointer, defaults: RecordDefaults?) throws(FormatError) -> Bool {
+        // Plain records (nearly all) by plain reads; any other pair again from the start by
+        // the reader's, which give the same answer or the error.
+        do throws(FormatError) { return try compare(stored, written, defaults, walking: PlainFieldWalk.self) } catch {}
+        return try compare(stored, written, defaults, walking: RecordFieldWalk.self)
+    }
+
+    @inline(__always)
+    func compare<Walk: RecordFieldWalking>(_ stored: UnsafeRawBufferPointer, _ written: UnsafeRawBufferPointer,
+                                                   _ defaults: RecordDefaults?, walking: Walk.Type) throws(FormatError) -> Bool {
         changed.removeAll()
         old.removeAll()
         new.removeAll()
         // Both records walked side by side, each field checked as decoding checks it (the
         // stored record is input from disk; the written one is checked as it was before).
-        var before = try RecordFieldWalk(stored)
-        var after: RecordFieldWalk
-        do { after = try RecordFieldWalk(written) } catch { throw try Self.storedErrorFirst(error, &before) }
+        var before = try Walk(stored)
+        var after: Walk
+        do { after = try Walk(written) } catch { throw try Self.storedErrorFirst(error, &before) }
         var hasBefore = try before.next(), hasAfter = try Self.next(&after, storedFirst: &before)
         var k = 0
         while hasBefore || hasAfter {
@@ -136,14 +145,14 @@ package final class RecordChanges {
     /// `after.next()`; when the written record is malformed, the rest of the stored one is
     /// checked first, and its error thrown if it has one.
     @inline(__always)
-    private static func next(_ after: inout RecordFieldWalk, storedFirst before: inout RecordFieldWalk) throws(FormatError) -> Bool {
+    private static func next<Walk: RecordFieldWalking>(_ after: inout Walk, storedFirst before: inout Walk) throws(FormatError) -> Bool {
         do { return try after.next() } catch { throw try storedErrorFirst(error, &before) }
     }
 
     /// The error to throw for a malformed written record: the stored record's (walked to its
     /// end) if it has one, else `error`.
     @inline(never)
-    private static func storedErrorFirst(_ error: FormatError, _ before: inout RecordFieldWalk) throws(FormatError) -> FormatError {
+    private static func storedErrorFirst<Walk: RecordFieldWalking>(_ error: FormatError, _ before: inout Walk) throws(FormatError) -> FormatError {
         while try before.next() {}
         return error
     }
@@ -153,8 +162,16 @@ package final class RecordChanges {
     ///
     /// - Throws: `FormatError` as `RecordCodec.decodeFields` throws for `stored`.
     package func tombstone(stored: UnsafeRawBufferPointer, kept: [UInt32], defaults: RecordDefaults?) throws(FormatError) -> UnsafeRawBufferPointer {
+        // As `compare`: a plain record by plain reads, any other by the reader's.
+        do throws(FormatError) { return try tombstone(stored, kept, defaults, walking: PlainFieldWalk.self) } catch {}
+        return try tombstone(stored, kept, defaults, walking: RecordFieldWalk.self)
+    }
+
+    @inline(__always)
+    func tombstone<Walk: RecordFieldWalking>(_ stored: UnsafeRawBufferPointer, _ kept: [UInt32], _ defaults: RecordDefaults?,
+                                                     walking: Walk.Type) throws(FormatError) -> UnsafeRawBufferPointer {
         old.removeAll()
-        var walk = try RecordFieldWalk(stored)
+        var walk = try Walk(stored)
         var hasField = try walk.next()
         var k = 0
         for property in kept {

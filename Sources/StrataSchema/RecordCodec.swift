@@ -123,17 +123,18 @@ package enum RecordCodec {
         try locateFieldsCarefully(buffer, ids: ids, into: fields)
     }
 
-    /// `locateFields` of a record in format 1 whose count, ids, lengths and integers are one
-    /// byte each and which holds no references — nearly every record — by plain loads and
-    /// comparisons: the same checks (every string's UTF-8 included) and the same spans. False
+    /// `locateFields` of a record in format 1 whose count and ids are one byte each, whose
+    /// values are plain (`plainValue`) and which holds no references — nearly every record —
+    /// by plain loads and comparisons: the same checks (every string's UTF-8 included) and the
+    /// same spans. False
     /// for anything else, every malformed record included: `locateFieldsCarefully` then walks
     /// it again, sets the same spans and throws the error. (Through the reader's throwing reads
     /// the walk cost ~140 instructions a field, a third of a point lookup's decoding.)
     @inline(__always)
     private static func locatePlainFields(_ buffer: UnsafeRawBufferPointer, ids: UnsafeBufferPointer<UInt32>,
                                           into fields: UnsafeMutablePointer<FieldSpan>) -> Bool {
-        // Offsets are checked against `end` before each load; they cannot overflow (each step
-        // adds at most 2 + 128 to an offset within the buffer), so the arithmetic wraps.
+        // Offsets are checked against `end` before each load and stay within the buffer plus 2,
+        // so the arithmetic cannot overflow and wraps rather than checks.
         let end = buffer.count
         guard end >= 2, let base = buffer.baseAddress else { return false }
         var left = Int(base.load(fromByteOffset: 1, as: UInt8.self))
@@ -147,46 +148,69 @@ package enum RecordCodec {
             let id = Int(base.load(fromByteOffset: position, as: UInt8.self))
             guard id < 0x80, id > previous else { return false }
             previous = id
-            let tag = base.load(fromByteOffset: position &+ 1, as: UInt8.self)
-            let start = position &+ 2
-            let span: FieldSpan
-            switch tag {
-            case ValueTag.false.rawValue, ValueTag.true.rawValue:
-                span = FieldSpan(tag: tag, bits: 0, count: 0)
-                position = start
-            case ValueTag.int.rawValue:
-                guard start < end else { return false }
-                let raw = UInt64(base.load(fromByteOffset: start, as: UInt8.self))
-                guard raw < 0x80 else { return false }
-                span = FieldSpan(tag: tag, bits: (raw >> 1) ^ (0 &- (raw & 1)), count: 0)
-                position = start &+ 1
-            case ValueTag.double.rawValue, ValueTag.date.rawValue:
-                guard end &- start >= 8 else { return false }
-                span = FieldSpan(tag: tag, bits: UInt64(littleEndian: base.loadUnaligned(fromByteOffset: start, as: UInt64.self)), count: 0)
-                position = start &+ 8
-            case ValueTag.uuid.rawValue:
-                guard end &- start >= 16 else { return false }
-                span = FieldSpan(tag: tag, offset: start, count: 16)
-                position = start &+ 16
-            case ValueTag.string.rawValue, ValueTag.data.rawValue, ValueTag.codable.rawValue:
-                guard start < end else { return false }
-                let count = Int(base.load(fromByteOffset: start, as: UInt8.self))
-                let bytesStart = start &+ 1
-                guard count < 0x80, end &- bytesStart >= count else { return false }
-                if tag == ValueTag.string.rawValue {
-                    let bytes = UnsafeRawBufferPointer(start: base + bytesStart, count: count).bindMemory(to: UInt8.self)
-                    guard RecordFieldReader.isASCII(bytes) || RecordFieldReader.isValidUTF8(bytes) else { return false }
-                }
-                span = FieldSpan(tag: tag, offset: bytesStart, count: count)
-                position = bytesStart &+ count
-            default:
-                return false  // null, references (format 2), unknown: read carefully
-            }
+            guard let (span, next) = plainValue(base, end: end, tag: base.load(fromByteOffset: position &+ 1, as: UInt8.self),
+                                                at: position &+ 2) else { return false }
+            position = next
             // Both ascending by id: one merge walk.
             while k < ids.count && ids[k] < UInt32(truncatingIfNeeded: id) { k &+= 1 }
             if k < ids.count && ids[k] == UInt32(truncatingIfNeeded: id) { fields[k] = span }
         }
         return position == end  // no bytes after the last field
+    }
+
+    /// A varint at `start` in the record at `base` of `end` bytes, read as
+    /// `RecordFieldReader.readVarint` reads it, when it is plain: at most nine bytes (63 bits),
+    /// in shortest form, within the record. Its value and the offset past it; nil for anything
+    /// else (the careful reads then decide: the same value, or an error).
+    @inline(__always)
+    static func plainVarint(_ base: UnsafeRawPointer, end: Int, at start: Int) -> (value: UInt64, end: Int)? {
+        guard start < end else { return nil }
+        let first = base.load(fromByteOffset: start, as: UInt8.self)
+        if first < 0x80 { return (UInt64(first), start &+ 1) }
+        var index = start &+ 1, value = UInt64(first & 0x7F), shift: UInt64 = 7
+        while true {
+            guard index < end, shift < 63 else { return nil }
+            let byte = base.load(fromByteOffset: index, as: UInt8.self)
+            value |= UInt64(byte & 0x7F) << shift
+            index &+= 1
+            if byte < 0x80 { return byte == 0 ? nil : (value, index) }
+            shift &+= 7
+        }
+    }
+
+    /// The value whose tag `tag` was read and whose payload starts at `start` in the record at
+    /// `base` of `end` bytes, read as `RecordFieldReader.readFieldSpan` reads it, when it is
+    /// plain: a tag other than null and references, its integer or length a plain varint
+    /// (`plainVarint`), a string's bytes valid UTF-8, within the record. Its span and the
+    /// offset past it; nil for anything else (the careful reads then decide: the same span,
+    /// or an error).
+    @inline(__always)
+    static func plainValue(_ base: UnsafeRawPointer, end: Int, tag: UInt8, at start: Int) -> (span: FieldSpan, end: Int)? {
+        // Offsets stay within the buffer plus 2 (lengths are checked against what is left): no
+        // overflow.
+        switch tag {
+        case ValueTag.false.rawValue, ValueTag.true.rawValue:
+            return (FieldSpan(tag: tag, bits: 0, count: 0), start)
+        case ValueTag.int.rawValue:
+            guard let (raw, next) = plainVarint(base, end: end, at: start) else { return nil }
+            return (FieldSpan(tag: tag, bits: (raw >> 1) ^ (0 &- (raw & 1)), count: 0), next)
+        case ValueTag.double.rawValue, ValueTag.date.rawValue:
+            guard end &- start >= 8 else { return nil }
+            return (FieldSpan(tag: tag, bits: UInt64(littleEndian: base.loadUnaligned(fromByteOffset: start, as: UInt64.self)), count: 0), start &+ 8)
+        case ValueTag.uuid.rawValue:
+            guard end &- start >= 16 else { return nil }
+            return (FieldSpan(tag: tag, offset: start, count: 16), start &+ 16)
+        case ValueTag.string.rawValue, ValueTag.data.rawValue, ValueTag.codable.rawValue:
+            guard let (length, bytesStart) = plainVarint(base, end: end, at: start), length <= UInt64(end &- bytesStart) else { return nil }
+            let count = Int(length)
+            if tag == ValueTag.string.rawValue {
+                let bytes = UnsafeRawBufferPointer(start: base + bytesStart, count: count).bindMemory(to: UInt8.self)
+                guard RecordFieldReader.isASCII(bytes) || RecordFieldReader.isValidUTF8(bytes) else { return nil }
+            }
+            return (FieldSpan(tag: tag, offset: bytesStart, count: count), bytesStart &+ count)
+        default:
+            return nil  // null, references (format 2), unknown
+        }
     }
 
     /// `locateFields` through the reader's checked reads, for any record (and the tests'

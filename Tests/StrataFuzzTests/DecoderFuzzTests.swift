@@ -466,19 +466,21 @@ enum DecoderCatalog {
 
     /// An input of the page decoders read as a u16 page length, then a stored payload: the
     /// payload and the header of a page frame with `codec` (format 2 for codec 2, 3 for codec 3).
-    /// Records for the pre-filter's field lookup: plain ones, and ones it must leave to the
-    /// careful walk (two-byte lengths, ids and integers; references; booleans and UUIDs).
+    /// Records for the plain walks: values of every kind, long strings, integers of one to
+    /// ten bytes, and what the plain walks leave to the careful ones (ids past 127,
+    /// references, ten-byte integers).
     static let storedFieldSeeds: [[UInt8]] = [
         RecordCodec.encode([1: .string("Ada"), 2: .date(Date(timeIntervalSinceReferenceDate: 5)), 3: .string("note"), 5: .int(-3)]),
         RecordCodec.encode([1: .string(String(repeating: "x", count: 200)), 4: .int(1 << 40), 200: .bool(true)]),
         RecordCodec.encode([2: .references([7, 9]), 3: .data([1, 2, 3]), 6: .uuid(UUID(uuid: (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16)))]),
         RecordCodec.encode([1: .bool(false), 2: .double(2.5), 3: .string("ab"), 4: .codable([0x7B, 0x7D])]),
+        RecordCodec.encode([1: .int(.min), 2: .int(.max), 3: .int(-64), 4: .int(64), 5: .string(String(repeating: "é", count: 70))]),
     ]
 
     /// How `StoredField.find` — and a `startsWith` condition, which reads plain strings where
     /// the walk found them — differ from the careful walk on `bytes`, whole and cut short
-    /// (a prefix of a longer record), and typed decoding's `locateFields` from its careful
-    /// walk; "" when they never do.
+    /// (a prefix of a longer record), and typed decoding's `locateFields` and the journal's
+    /// `RecordChanges` from their careful walks; "" when they never do.
     static func storedFieldProblem(_ bytes: [UInt8]) -> String {
         func describe(_ field: StoredField?, _ base: UnsafeRawBufferPointer) -> String {
             switch field {
@@ -520,6 +522,35 @@ enum DecoderCatalog {
             let located = spans { fields throws(FormatError) in try RecordCodec.locateFields(whole, ids: ids, into: fields) }
             let carefully = spans { fields throws(FormatError) in try RecordCodec.locateFieldsCarefully(whole, ids: ids, into: fields) }
             guard located == carefully else { return "locateFields \(located), carefully \(carefully)" }
+            // The journal's comparison and tombstone: the same entry, or the same error, with
+            // the record on either side (against a valid one), defaults or not.
+            let other = RecordCodec.encode([1: .string("Ada"), 3: .string("note"), 4: .int(2)])
+            let defaults = RecordDefaults([1: .string("x"), 2: .int(5), 3: .null, 6: .bool(true)])
+            let changes = RecordChanges()
+            func entry(_ body: () throws(FormatError) -> Bool) -> String {
+                do throws(FormatError) {
+                    let changed = try body()
+                    return "\(changed) \(Array(changes.changedIDs)) \(Array(changes.oldValues)) \(Array(changes.newValues))"
+                } catch { return "error \(error)" }
+            }
+            for (stored, written) in [(whole, nil), (nil, whole)] as [(UnsafeRawBufferPointer?, UnsafeRawBufferPointer?)] {
+                for defaults in [nil, defaults] {
+                    let problem: String? = other.withUnsafeBytes { other in
+                        let (stored, written) = (stored ?? other, written ?? other)
+                        let found = entry { () throws(FormatError) in try changes.compare(stored: stored, written: written, defaults: defaults) }
+                        let careful = entry { () throws(FormatError) in try changes.compare(stored, written, defaults, walking: RecordFieldWalk.self) }
+                        return found == careful ? nil : "compare \(found), carefully \(careful)"
+                    }
+                    if let problem { return problem }
+                }
+            }
+            func tombstone(_ body: () throws(FormatError) -> UnsafeRawBufferPointer) -> String {
+                do throws(FormatError) { return "\(Array(try body()))" } catch { return "error \(error)" }
+            }
+            let kept: [UInt32] = [1, 2, 3, 6, 200]
+            let found = tombstone { () throws(FormatError) in try changes.tombstone(stored: whole, kept: kept, defaults: defaults) }
+            let careful = tombstone { () throws(FormatError) in try changes.tombstone(whole, kept, defaults, walking: RecordFieldWalk.self) }
+            guard found == careful else { return "tombstone \(found), carefully \(careful)" }
             return ""
         }
     }
