@@ -126,10 +126,10 @@ package enum RecordCodec {
     /// `locateFields` of a record in format 1 whose count and ids are one byte each, whose
     /// values are plain (`plainValue`) and which holds no references — nearly every record —
     /// by plain loads and comparisons: the same checks (every string's UTF-8 included) and the
-    /// same spans. False
-    /// for anything else, every malformed record included: `locateFieldsCarefully` then walks
-    /// it again, sets the same spans and throws the error. (Through the reader's throwing reads
-    /// the walk cost ~140 instructions a field, a third of a point lookup's decoding.)
+    /// same spans. False for anything else, every malformed record included:
+    /// `locateFieldsCarefully` then walks it again, sets the same spans and throws the error.
+    /// (Through the reader's throwing reads the walk cost ~140 instructions a field, a third of
+    /// a point lookup's decoding.)
     @inline(__always)
     private static func locatePlainFields(_ buffer: UnsafeRawBufferPointer, ids: UnsafeBufferPointer<UInt32>,
                                           into fields: UnsafeMutablePointer<FieldSpan>) -> Bool {

@@ -210,8 +210,8 @@ enum StoredField {
     /// references — nearly every record — by plain loads and comparisons, with the same
     /// checks, so the same answer; `.unsure` for anything else, every malformed record
     /// included (`findCarefully` then walks it again and answers). A string's payload is its
-    /// length and its bytes. (Through the reader's
-    /// throwing reads, the walk cost ~80 instructions a field: a quarter of a filtered scan.)
+    /// length and its bytes. (Through the reader's throwing reads, the walk cost ~80
+    /// instructions a field: a quarter of a filtered scan.)
     @inline(__always)
     static func locatePlain(_ id: UInt32, in bytes: UnsafeRawBufferPointer, recordLength: Int) -> PlainFieldLocation {
         // Offsets are checked against `end` before each load; the arithmetic cannot overflow
