@@ -11,7 +11,9 @@ import StrataFormat
 /// through it — decoding a record (`RecordCodec.decodeFields`, the validating pass of typed
 /// decoding), looking up one field (`RecordCodec.value(of:in:)`, a predicate's
 /// `StoredField.find`), and, through `ByteReader`'s helpers (ByteCoding+Varint.swift) and
-/// `Value.read(from:_:)`, the schema catalog and the history journal.
+/// `Value.read(from:_:)`, the schema catalog and the history journal. (Typed decoding, the
+/// pre-filter's field lookup and the journal's comparison first walk plain records with plain
+/// loads and the same checks — `RecordCodec.plainValue` — and leave every other record here.)
 ///
 /// Non-generic over an `UnsafeRawBufferPointer`, so nothing is left unspecialized across a
 /// module boundary (generic reads' type metadata lookups were once a fifth of decoding time).
