@@ -365,8 +365,8 @@ enum DecoderCatalog {
                 guard Dictionary(fields.map { ($0.id, $0.value) }, uniquingKeysWith: { a, _ in a }) == values else { return "decodeFields and decode differ" }
                 return roundTrip(values, RecordCodec.encode, RecordCodec.decode)
             },
-            FuzzedDecoder("stored field lookup (scan pre-filter)", seeds: storedFieldSeeds + pages.records) { bytes in
-                storedFieldProblem(bytes)
+            FuzzedDecoder("plain record walks (pre-filter, decoding, journal)", seeds: plainWalkSeeds + pages.records) { bytes in
+                plainWalkProblem(bytes)
             },
             FuzzedDecoder("typed record (RecordDecoder)", seeds: itemSeeds + valid(pages.records) { bytes in
                 try bytes.withUnsafeBytes { try RecordDecoder().decode(FzV2.Item.self, bytes: $0, layout: itemLayout) }
@@ -464,12 +464,10 @@ enum DecoderCatalog {
         ]
     }
 
-    /// An input of the page decoders read as a u16 page length, then a stored payload: the
-    /// payload and the header of a page frame with `codec` (format 2 for codec 2, 3 for codec 3).
     /// Records for the plain walks: values of every kind, long strings, integers of one to
     /// ten bytes, and what the plain walks leave to the careful ones (ids past 127,
     /// references, ten-byte integers).
-    static let storedFieldSeeds: [[UInt8]] = [
+    static let plainWalkSeeds: [[UInt8]] = [
         RecordCodec.encode([1: .string("Ada"), 2: .date(Date(timeIntervalSinceReferenceDate: 5)), 3: .string("note"), 5: .int(-3)]),
         RecordCodec.encode([1: .string(String(repeating: "x", count: 200)), 4: .int(1 << 40), 200: .bool(true)]),
         RecordCodec.encode([2: .references([7, 9]), 3: .data([1, 2, 3]), 6: .uuid(UUID(uuid: (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16)))]),
@@ -481,7 +479,7 @@ enum DecoderCatalog {
     /// the walk found them — differ from the careful walk on `bytes`, whole and cut short
     /// (a prefix of a longer record), and typed decoding's `locateFields` and the journal's
     /// `RecordChanges` from their careful walks; "" when they never do.
-    static func storedFieldProblem(_ bytes: [UInt8]) -> String {
+    static func plainWalkProblem(_ bytes: [UInt8]) -> String {
         func describe(_ field: StoredField?, _ base: UnsafeRawBufferPointer) -> String {
             switch field {
             case nil: "unparsed"
@@ -555,6 +553,8 @@ enum DecoderCatalog {
         }
     }
 
+    /// An input of the page decoders read as a u16 page length, then a stored payload: the
+    /// payload and the header of a page frame with `codec` (format 2 for codec 2, 3 for codec 3).
     static func pagePayload(_ bytes: [UInt8], codec: PayloadCodec) -> (header: FrameHeader, stored: [UInt8])? {
         guard bytes.count >= 2 else { return nil }
         let stored = Array(bytes[2...])
