@@ -334,13 +334,6 @@ enum StoredField {
             return value.withUTF8 { Self.startsWith(UnsafeRawBufferPointer($0), prefix) }
         case .present(let tag, let payload):
             guard tag == .string else { return nil }
-            // A one-byte length (nearly every string) read in place; any other, through the reader.
-            if let base = payload.baseAddress, payload.count > 0 {
-                let length = base.load(as: UInt8.self)
-                if length < 0x80, payload.count &- 1 >= Int(length) {
-                    return Self.startsWith(UnsafeRawBufferPointer(start: base + 1, count: Int(length)), prefix)
-                }
-            }
             var reader = RecordFieldReader(payload)
             guard let stored = try? reader.readLengthPrefixedSlice("string") else { return nil }
             return Self.startsWith(stored, prefix)
