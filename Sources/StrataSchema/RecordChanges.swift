@@ -88,7 +88,7 @@ package final class RecordChanges {
         // Plain records (nearly all) by plain reads; any other pair again from the start by
         // the reader's, which give the same answer or the error.
         do throws(FormatError) { return try compare(stored, written, defaults, walking: PlainFieldWalk.self) } catch {}
-        return try compare(stored, written, defaults, walking: RecordFieldWalk.self)
+        return try compare(stored, written, defaults, walking: CarefulFieldWalk.self)
     }
 
     @inline(__always)
@@ -99,10 +99,8 @@ package final class RecordChanges {
         new.removeAll()
         // Both records walked side by side, each field checked as decoding checks it (the
         // stored record is input from disk; the written one is checked as it was before).
-        var before = try Walk(stored)
-        var after: Walk
-        do { after = try Walk(written) } catch { throw try Self.storedErrorFirst(error, &before) }
-        var hasBefore = try before.next(), hasAfter = try Self.next(&after, storedFirst: &before)
+        var before = Walk(walking: stored), after = Walk(walking: written)
+        var hasBefore = try before.advance(), hasAfter = try Self.next(&after, storedFirst: &before)
         var k = 0
         while hasBefore || hasAfter {
             // The next property either record holds, and its value in each (nil: absent).
@@ -111,7 +109,7 @@ package final class RecordChanges {
             if !hasAfter || (hasBefore && before.id < after.id) {
                 property = before.id
                 oldValue = before.value(in: stored)
-                hasBefore = try before.next()
+                hasBefore = try before.advance()
             } else if !hasBefore || after.id < before.id {
                 property = after.id
                 newValue = after.value(in: written)
@@ -120,7 +118,7 @@ package final class RecordChanges {
                 property = before.id
                 oldValue = before.value(in: stored)
                 newValue = after.value(in: written)
-                hasBefore = try before.next()
+                hasBefore = try before.advance()
                 hasAfter = try Self.next(&after, storedFirst: &before)
             }
             if let defaults {
@@ -142,18 +140,18 @@ package final class RecordChanges {
         return changed.count > 0
     }
 
-    /// `after.next()`; when the written record is malformed, the rest of the stored one is
+    /// `after.advance()`; when the written record is malformed, the rest of the stored one is
     /// checked first, and its error thrown if it has one.
     @inline(__always)
     private static func next<Walk: RecordFieldWalking>(_ after: inout Walk, storedFirst before: inout Walk) throws(FormatError) -> Bool {
-        do { return try after.next() } catch { throw try storedErrorFirst(error, &before) }
+        do { return try after.advance() } catch { throw try storedErrorFirst(error, &before) }
     }
 
     /// The error to throw for a malformed written record: the stored record's (walked to its
     /// end) if it has one, else `error`.
     @inline(never)
     private static func storedErrorFirst<Walk: RecordFieldWalking>(_ error: FormatError, _ before: inout Walk) throws(FormatError) -> FormatError {
-        while try before.next() {}
+        while try before.advance() {}
         return error
     }
 
@@ -164,25 +162,25 @@ package final class RecordChanges {
     package func tombstone(stored: UnsafeRawBufferPointer, kept: [UInt32], defaults: RecordDefaults?) throws(FormatError) -> UnsafeRawBufferPointer {
         // As `compare`: a plain record by plain reads, any other by the reader's.
         do throws(FormatError) { return try tombstone(stored, kept, defaults, walking: PlainFieldWalk.self) } catch {}
-        return try tombstone(stored, kept, defaults, walking: RecordFieldWalk.self)
+        return try tombstone(stored, kept, defaults, walking: CarefulFieldWalk.self)
     }
 
     @inline(__always)
     func tombstone<Walk: RecordFieldWalking>(_ stored: UnsafeRawBufferPointer, _ kept: [UInt32], _ defaults: RecordDefaults?,
                                                      walking: Walk.Type) throws(FormatError) -> UnsafeRawBufferPointer {
         old.removeAll()
-        var walk = try Walk(stored)
-        var hasField = try walk.next()
+        var walk = Walk(walking: stored)
+        var hasField = try walk.advance()
         var k = 0
         for property in kept {
-            while hasField && walk.id < property { hasField = try walk.next() }
+            while hasField && walk.id < property { hasField = try walk.advance() }
             if hasField && walk.id == property {
                 old.append(property, walk.value(in: stored))
             } else if let defaults, let index = defaults.index(of: property, from: &k), let value = defaults.value(at: index) {
                 old.append(property, value)
             }
         }
-        while hasField { hasField = try walk.next() }  // the rest is checked too
+        while hasField { hasField = try walk.advance() }  // the rest is checked too
         old.finish()
         return old.record
     }

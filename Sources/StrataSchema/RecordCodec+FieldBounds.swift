@@ -94,57 +94,86 @@ extension RecordCodec {
 
 /// A walk over a record's fields, one at a time, for a caller that walks two records side by
 /// side (`RecordChanges`).
+///
+/// The requirements do not throw, and a plain walk's never reaches a `throw`: Swift 6.3 leaves a
+/// call to a witness whose body throws a typed error (a generic runtime call) through the
+/// witness table, never inlined, even where the conforming type is known — two calls per field.
 protocol RecordFieldWalking {
-    /// Reads the record's header.
-    init(_ buffer: UnsafeRawBufferPointer) throws(FormatError)
-    /// Reads the next field; false after the last, once the record is checked to end there.
-    mutating func next() throws(FormatError) -> Bool
-    /// The attribute id of the field `next()` read.
+    /// A walk over `buffer`'s fields.
+    init(walking buffer: UnsafeRawBufferPointer)
+    /// Reads the next field (a header not checked yet first): true; false after the last,
+    /// once the record is checked to end there; nil when the walk cannot go on, and `failure`
+    /// says why.
+    mutating func step() -> Bool?
+    /// Why `step()` returned nil.
+    var failure: FormatError { get }
+    /// The attribute id of the field `step()` read.
     var id: UInt32 { get }
-    /// The value (tag and payload) of the field `next()` read, in `record` (the walk's buffer).
+    /// The value (tag and payload) of the field `step()` read, in `record` (the walk's buffer).
     func value(in record: UnsafeRawBufferPointer) -> UnsafeRawBufferPointer
+}
+
+extension RecordFieldWalking {
+    /// `step()`, throwing `failure` where it returns nil.
+    @inline(__always)
+    mutating func advance() throws(FormatError) -> Bool {
+        guard let more = step() else { throw failure }
+        return more
+    }
 }
 
 /// `RecordFieldWalk` of a plain record — format 1, a count and ids of one byte each, plain
 /// values (`RecordCodec.plainValue`), no references — by plain loads and comparisons, with
-/// the same checks; anything else, every malformed record included, throws `notPlain` at the
-/// first field it cannot read so, and the caller walks the record with `RecordFieldWalk`,
-/// which decides. (Through the reader's throwing reads, a field cost ~100 instructions.)
+/// the same checks; anything else, every malformed record included, stops the walk
+/// (`notPlain`) at the first field it cannot read so, and the caller walks the record with
+/// `RecordFieldWalk`, which decides. (Through the reader's throwing reads, a field cost ~100
+/// instructions.)
 struct PlainFieldWalk: RecordFieldWalking {
-    /// What a walk throws for a record it leaves to `RecordFieldWalk` (never reported).
+    /// Why a walk stops on a record it leaves to `RecordFieldWalk` (never reported).
     static let notPlain = FormatError("not a plain record")
 
-    private let base: UnsafeRawPointer
+    private let buffer: UnsafeRawBufferPointer
     private let end: Int
     private var position = 2
     private var left: Int
     private(set) var id: UInt32 = 0
-    /// The offset of the tag of the field `next()` read.
+    /// The offset of the tag of the field `step()` read.
     private var start = 0
 
+    var failure: FormatError { Self.notPlain }
+
+    /// Checks the header at once: one the walk cannot read leaves it with no field to read and
+    /// not at the record's end, so that the first `step()` stops.
     @inline(__always)
-    init(_ buffer: UnsafeRawBufferPointer) throws(FormatError) {
-        guard buffer.count >= 2, let base = buffer.baseAddress else { throw Self.notPlain }
-        self.base = base
+    init(walking buffer: UnsafeRawBufferPointer) {
+        self.buffer = buffer
         end = buffer.count
-        left = Int(base.load(fromByteOffset: 1, as: UInt8.self))
-        guard base.load(as: UInt8.self) == RecordCodec.baseFormat, left < 0x80, left <= (end &- 1) / 2 else { throw Self.notPlain }
+        left = 0
+        guard end >= 2, let base = buffer.baseAddress else {
+            position = -1
+            return
+        }
+        let count = Int(base.load(fromByteOffset: 1, as: UInt8.self))
+        guard base.load(as: UInt8.self) == RecordCodec.baseFormat, count < 0x80, count <= (end &- 1) / 2 else {
+            position = -1
+            return
+        }
+        left = count
     }
 
     @inline(__always)
-    mutating func next() throws(FormatError) -> Bool {
-        guard left > 0 else {
-            guard position == end else { throw Self.notPlain }
-            return false
-        }
+    mutating func step() -> Bool? {
+        guard left > 0 else { return position == end ? false : nil }
         left &-= 1
-        guard end &- position >= 2 else { throw Self.notPlain }
+        guard end &- position >= 2 else { return nil }
+        // Two bytes or more from `position` on: the buffer has a base.
+        let base = buffer.baseAddress.unsafelyUnwrapped
         let fieldID = UInt32(base.load(fromByteOffset: position, as: UInt8.self))
         // The first field may have id 0; every later one a greater id than the one before.
-        guard fieldID < 0x80, fieldID > id || position == 2 else { throw Self.notPlain }
+        guard fieldID < 0x80, fieldID > id || position == 2 else { return nil }
         start = position &+ 1
         guard let (_, next) = RecordCodec.plainValue(base, end: end, tag: base.load(fromByteOffset: start, as: UInt8.self),
-                                                     at: start &+ 1) else { throw Self.notPlain }
+                                                     at: start &+ 1) else { return nil }
         id = fieldID
         position = next
         return true
@@ -158,7 +187,7 @@ struct PlainFieldWalk: RecordFieldWalking {
 
 /// ``RecordCodec/walkFields(_:_:)`` a field at a time, for a caller that walks two records side
 /// by side (`RecordChanges`): the same checks and errors, in the same order.
-struct RecordFieldWalk: RecordFieldWalking {
+struct RecordFieldWalk {
     private var reader: RecordFieldReader
     /// Fields not read yet.
     private var left: Int
@@ -208,5 +237,32 @@ struct RecordFieldWalk: RecordFieldWalking {
         guard holdsReferences || reader.format < RecordCodec.referencesFormat else {
             throw FormatError("a record of format \(reader.format) holds no references; it must be written in format \(RecordCodec.baseFormat)", at: 0)
         }
+    }
+}
+
+/// `RecordFieldWalk` as a `RecordFieldWalking`, for the records `PlainFieldWalk` leaves to it:
+/// the header read by the first `step()`, an error kept for `failure` rather than thrown.
+struct CarefulFieldWalk: RecordFieldWalking {
+    private let buffer: UnsafeRawBufferPointer
+    private var walk: RecordFieldWalk?
+    private var error: FormatError?
+
+    init(walking buffer: UnsafeRawBufferPointer) { self.buffer = buffer }
+
+    var failure: FormatError { error ?? FormatError("the walk over a record's fields has not stopped") }
+    var id: UInt32 { walk?.id ?? 0 }
+
+    mutating func step() -> Bool? {
+        do {
+            if walk == nil { walk = try RecordFieldWalk(buffer) }
+            return try walk?.next()
+        } catch {
+            self.error = error
+            return nil
+        }
+    }
+
+    func value(in record: UnsafeRawBufferPointer) -> UnsafeRawBufferPointer {
+        walk?.value(in: record) ?? UnsafeRawBufferPointer(rebasing: record[0..<0])
     }
 }

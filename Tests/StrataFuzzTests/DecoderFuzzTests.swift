@@ -536,7 +536,7 @@ enum DecoderCatalog {
                     let problem: String? = other.withUnsafeBytes { other in
                         let (stored, written) = (stored ?? other, written ?? other)
                         let found = entry { () throws(FormatError) in try changes.compare(stored: stored, written: written, defaults: defaults) }
-                        let careful = entry { () throws(FormatError) in try changes.compare(stored, written, defaults, walking: RecordFieldWalk.self) }
+                        let careful = entry { () throws(FormatError) in try changes.compare(stored, written, defaults, walking: CarefulFieldWalk.self) }
                         return found == careful ? nil : "compare \(found), carefully \(careful)"
                     }
                     if let problem { return problem }
@@ -547,7 +547,7 @@ enum DecoderCatalog {
             }
             let kept: [UInt32] = [1, 2, 3, 6, 200]
             let found = tombstone { () throws(FormatError) in try changes.tombstone(stored: whole, kept: kept, defaults: defaults) }
-            let careful = tombstone { () throws(FormatError) in try changes.tombstone(whole, kept, defaults, walking: RecordFieldWalk.self) }
+            let careful = tombstone { () throws(FormatError) in try changes.tombstone(whole, kept, defaults, walking: CarefulFieldWalk.self) }
             guard found == careful else { return "tombstone \(found), carefully \(careful)" }
             return ""
         }
