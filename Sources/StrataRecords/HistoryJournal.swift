@@ -390,7 +390,7 @@ package final class HistoryRecorder {
     /// journals the properties whose value as the app reads it changes (`visibleProperties`),
     /// with their old and new values — nothing when none does.
     func recordUpdate(entityID: UInt32, id: UInt64, old: UnsafeRawBufferPointer, new: UnsafeRawBufferPointer) throws {
-        guard old.count != new.count || !old.elementsEqual(new) else { return }
+        guard old.count != new.count || !RecordCodec.bytesEqual(old, new) else { return }
         if summarizes { return recordSummarizedUpdate(entityID: entityID, id: id) }
         let changed: Bool
         do {

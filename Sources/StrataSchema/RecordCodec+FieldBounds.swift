@@ -57,9 +57,16 @@ extension RecordCodec {
     /// kind is stored canonically, so its bytes are equal exactly when its values are; two
     /// ASCII strings are canonically equivalent only when identical, so no `String` is made
     /// for them.
+    @inline(__always)
     package static func encodedValuesEqual(_ lhs: UnsafeRawBufferPointer, _ rhs: UnsafeRawBufferPointer) -> Bool {
         if lhs.count == rhs.count, bytesEqual(lhs, rhs) { return true }
         guard lhs.count > 1, rhs.count > 1, lhs[0] == ValueTag.string.rawValue, rhs[0] == lhs[0] else { return false }
+        return stringsEqual(lhs, rhs)
+    }
+
+    /// Whether two encoded strings whose bytes differ are canonically equivalent.
+    @inline(never)
+    private static func stringsEqual(_ lhs: UnsafeRawBufferPointer, _ rhs: UnsafeRawBufferPointer) -> Bool {
         let left = stringPayload(lhs), right = stringPayload(rhs)
         if RecordFieldReader.isASCII(left) && RecordFieldReader.isASCII(right) { return false }
         return String(decoding: left, as: UTF8.self) == String(decoding: right, as: UTF8.self)
@@ -76,7 +83,7 @@ extension RecordCodec {
 
     /// Whether two buffers of the same length hold the same bytes, compared eight at a time.
     @inline(__always)
-    private static func bytesEqual(_ lhs: UnsafeRawBufferPointer, _ rhs: UnsafeRawBufferPointer) -> Bool {
+    package static func bytesEqual(_ lhs: UnsafeRawBufferPointer, _ rhs: UnsafeRawBufferPointer) -> Bool {
         var index = 0
         while index + 8 <= lhs.count {
             guard lhs.loadUnaligned(fromByteOffset: index, as: UInt64.self) == rhs.loadUnaligned(fromByteOffset: index, as: UInt64.self) else {
