@@ -464,7 +464,9 @@ package final class MemoryFileSystem: FileSystem, Sendable {
 
     static func resize(_ bytes: inout [UInt8], to size: Int) {
         if bytes.count > size { bytes.removeLast(bytes.count - size) } else if bytes.count < size {
-            bytes.append(contentsOf: repeatElement(0, count: size - bytes.count))
+            // An array of zeros, appended with one copy: a `repeatElement` collection is appended
+            // element by element in a debug build (seconds for a log's preallocated megabytes).
+            bytes.append(contentsOf: [UInt8](repeating: 0, count: size - bytes.count))
         }
     }
 
