@@ -26,6 +26,8 @@ struct LeafNode: Equatable {
 
     /// The index of `id`, or where it would be inserted.
     func search(_ id: UInt64) -> (found: Bool, index: Int) {
+        // Past the last id (ascending inserts, the common case): the end, without a search.
+        if let last = ids.last, id > last { return (false, ids.count) }
         var low = 0, high = ids.count
         while low < high {
             let middle = (low + high) / 2

@@ -16,6 +16,22 @@ extension RecordTreeWriter {
         return (path, leafID, leaf, high)
     }
 
+    /// `findLeaf` without the interior path, for a caller that needs it only when the leaf
+    /// splits (`interiorPath(to:leaf:)`): a hit on the hint copies no array.
+    @inline(__always)
+    func findLeafNode(_ id: UInt64) throws -> (leafID: UInt64, leaf: Leaf, high: UInt64?) {
+        if let hint, id >= hint.low, hint.high.map({ id < $0 }) ?? true { return (hint.leaf, hint.node, hint.high) }
+        let (_, leafID, leaf, high) = try findLeaf(id)
+        return (leafID, leaf, high)
+    }
+
+    /// The interior path to `leafID`, the leaf holding `id`: the hint's when it is still that
+    /// leaf's, else walked again.
+    func interiorPath(to id: UInt64, leaf leafID: UInt64) throws -> [(UInt64, Int)] {
+        if let hint, hint.leaf == leafID { return hint.path }
+        return try descend(to: id).path
+    }
+
     /// The interior path to the leaf that holds (or would hold) `id`: (page id, child index)
     /// pairs, and the range of ids that leaf covers.
     func descend(to id: UInt64) throws -> (path: [(UInt64, Int)], leaf: UInt64, low: UInt64, high: UInt64?) {

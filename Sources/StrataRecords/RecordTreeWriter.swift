@@ -466,7 +466,7 @@ package final class RecordTreeWriter {
             hint = nil
             return true
         }
-        let (path, leafID, leaf, high) = try findLeaf(id)
+        let (leafID, leaf, high) = try findLeafNode(id)
         let (found, index) = leaf.node.search(id)
         if found {
             if mustNotExist { try freeStored(stored, overflow); throw RecordTreeError.duplicateID(id) }
@@ -503,7 +503,7 @@ package final class RecordTreeWriter {
                 right.ids.reserveCapacity(leaf.node.count + 1)
                 right.ends.reserveCapacity(leaf.node.count + 1)
             }
-            try addRightLeaf(right, after: leafID, path: path, writingLeft: appended && high == nil)
+            try addRightLeaf(right, after: leafID, path: try interiorPath(to: id, leaf: leafID), writingLeft: appended && high == nil)
         }
         if nodes.isOverBudget { try writeDirtyNodes() }
         return true
