@@ -263,6 +263,43 @@ struct HistoryPartBuffer {
         append(UInt8(rest))
     }
 
+    /// Makes room for `count` more bytes and lets `body` write them: it is given where they
+    /// start and returns how many it wrote (at most `count`).
+    @inline(__always)
+    mutating func append(upTo count: Int, _ body: (UnsafeMutableRawPointer) -> Int) {
+        if self.count + count > capacity { grow(to: self.count + count) }
+        self.count += body(base + self.count)
+    }
+
+    /// Writes bytes at a place with room for them (`append(upTo:_:)`), unchecked.
+    struct Overwriting {
+        private let start: UnsafeMutableRawPointer
+        /// The bytes written.
+        private(set) var count = 0
+
+        init(at start: UnsafeMutableRawPointer) { self.start = start }
+
+        /// Where the next byte goes.
+        var position: UnsafeMutableRawPointer { start + count }
+
+        @inline(__always)
+        mutating func append(_ byte: UInt8) {
+            start.storeBytes(of: byte, toByteOffset: count, as: UInt8.self)
+            count += 1
+        }
+
+        /// An unsigned LEB128 varint, as `ByteWriter.appendVarint` writes it.
+        @inline(__always)
+        mutating func appendVarint(_ value: UInt64) {
+            var rest = value
+            while rest >= 0x80 {
+                append(UInt8(truncatingIfNeeded: rest) | 0x80)
+                rest >>= 7
+            }
+            append(UInt8(rest))
+        }
+    }
+
     private mutating func grow(to needed: Int) {
         var larger = capacity * 2
         while larger < needed { larger *= 2 }
@@ -401,8 +438,17 @@ package final class HistoryRecorder {
         guard changed else { return }
         try flushRun()
         if buffer.count == 0 { startPart() }
-        HistoryCodec.appendUpdate(entityID: entityID, id: id, changed: changes.changedIDs, old: changes.oldValues,
-                                  new: changes.newValues, to: &buffer)
+        // The operation (`HistoryCodec.appendUpdate`'s form) written in place: its body from
+        // the fields `changes` points at, with no record of the values built first.
+        let body = changes.updateBodySize
+        buffer.append(upTo: 21 + body) { start in
+            var sink = HistoryPartBuffer.Overwriting(at: start)
+            sink.append(UInt8(2))
+            sink.appendVarint(UInt64(entityID))
+            sink.appendVarint(id)
+            changes.writeUpdateBody(to: sink.position)
+            return sink.count + body
+        }
         try operationWritten()
     }
 

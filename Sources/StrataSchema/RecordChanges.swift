@@ -51,57 +51,226 @@ package final class RecordDefaults {
 /// `RecordCodec.encode(fields:)` give (the encoding is canonical; strings that differ in bytes
 /// are compared as Swift strings, ``RecordCodec/encodedValuesEqual(_:_:)``).
 ///
-/// Keeps its memory from one use to the next; what it returns is valid until the next call.
+/// Keeps its memory from one use to the next; what it returns is valid until the next call,
+/// and a comparison's values point into the records it compared (and the defaults): they
+/// are read by ``updateBodySize`` and ``writeUpdateBody(to:)`` while those are alive.
 /// Not thread-safe: one thread at a time.
 package final class RecordChanges {
+    /// One changed property: its id, and where its old and its new value (tag and payload)
+    /// are — in the stored record, the written one or the defaults; no start: no value.
+    private struct Change {
+        var id: UInt32
+        var old: UnsafeRawBufferPointer
+        var new: UnsafeRawBufferPointer
+    }
+
+    /// The values of one side (old or new) of the changes, as their record holds them.
+    private struct Side {
+        /// How many changes have a value on this side.
+        var count = 0
+        /// The bytes of those fields: ids and values.
+        var fieldBytes = 0
+        var holdsReferences = false
+
+        @inline(__always)
+        mutating func add(_ id: UInt32, _ value: UnsafeRawBufferPointer) {
+            guard let start = value.baseAddress else { return }
+            count &+= 1
+            fieldBytes &+= RecordScratch.varintLength(UInt64(id)) &+ value.count
+            if start.load(as: UInt8.self) == ValueTag.references.rawValue { holdsReferences = true }
+        }
+
+        /// The length of the record: format, count, fields.
+        var recordLength: Int { 1 &+ RecordScratch.varintLength(UInt64(count)) &+ fieldBytes }
+    }
+
     // Unchecked: one thread at a time (see above), and touched for every field compared —
     // the dynamic exclusivity checks were a quarter of `compare`.
-    /// The changed property ids.
-    @exclusivity(unchecked) private var changed = ScratchList<UInt32>()
-    @exclusivity(unchecked) private var old = RecordBuilder()
-    @exclusivity(unchecked) private var new = RecordBuilder()
+    /// What the last ``compare(stored:written:defaults:)`` found, ascending by id.
+    @exclusivity(unchecked) private var changes = ScratchList<Change>()
+    /// The bytes of the changed ids' varints.
+    @exclusivity(unchecked) private var idBytes = 0
+    @exclusivity(unchecked) private var oldSide = Side()
+    @exclusivity(unchecked) private var newSide = Side()
+    /// The tombstone being built.
+    @exclusivity(unchecked) private var tombstoneRecord = RecordBuilder()
 
     package init() {}
 
     deinit {
-        changed.deallocate()
-        old.deallocate()
-        new.deallocate()
+        changes.deallocate()
+        tombstoneRecord.deallocate()
     }
 
     /// The ids of the properties that changed (ascending), as the last ``compare(stored:written:defaults:)`` found.
-    package var changedIDs: UnsafeBufferPointer<UInt32> { changed.elements }
+    package var changedIDs: [UInt32] { changes.elements.map(\.id) }
     /// A record of the changed properties' old values (those that had one).
-    package var oldValues: UnsafeRawBufferPointer { old.record }
+    package var oldValues: [UInt8] { record(old: true) }
     /// A record of the changed properties' new values (those that have one).
-    package var newValues: UnsafeRawBufferPointer { new.record }
+    package var newValues: [UInt8] { record(old: false) }
+
+    /// Forgets the last comparison's changes.
+    @inline(__always)
+    private func removeAll() {
+        changes.removeAll()
+        idBytes = 0
+        oldSide = Side()
+        newSide = Side()
+    }
+
+    /// Adds a changed property with its old and new values (no start: none).
+    @inline(__always)
+    private func add(_ id: UInt32, old oldValue: UnsafeRawBufferPointer, new newValue: UnsafeRawBufferPointer) {
+        changes.append(Change(id: id, old: oldValue, new: newValue))
+        idBytes &+= RecordScratch.varintLength(UInt64(id))
+        oldSide.add(id, oldValue)
+        newSide.add(id, newValue)
+    }
+
+    /// The body of the journal's update operation (Docs/FileFormat.md, "History journal")
+    /// after its entity and record id, for the last comparison: the changed count, the changed
+    /// ids, then the records of the old and of the new values, each after its length.
+    /// ``writeUpdateBody(to:)`` writes exactly this many bytes.
+    package var updateBodySize: Int {
+        let oldLength = oldSide.recordLength, newLength = newSide.recordLength
+        return RecordScratch.varintLength(UInt64(changes.count)) &+ idBytes
+            &+ RecordScratch.varintLength(UInt64(oldLength)) &+ oldLength
+            &+ RecordScratch.varintLength(UInt64(newLength)) &+ newLength
+    }
+
+    /// Writes the update body (``updateBodySize`` bytes) at `pointer`.
+    package func writeUpdateBody(to pointer: UnsafeMutableRawPointer) {
+        var sink = RecordScratch.Overwriting(base: pointer, offset: 0)
+        sink.appendVarint(UInt64(changes.count))
+        for change in changes.elements { sink.appendVarint(UInt64(change.id)) }
+        sink.appendVarint(UInt64(oldSide.recordLength))
+        writeRecord(old: true, to: &sink)
+        sink.appendVarint(UInt64(newSide.recordLength))
+        writeRecord(old: false, to: &sink)
+    }
+
+    /// Writes the record of the changes' old (or new) values, those that have one: the format
+    /// (2 when a value holds references), the count, the fields.
+    @inline(__always)
+    private func writeRecord(old isOld: Bool, to sink: inout RecordScratch.Overwriting) {
+        let side = isOld ? oldSide : newSide
+        sink.append(side.holdsReferences ? RecordCodec.referencesFormat : RecordCodec.baseFormat)
+        sink.appendVarint(UInt64(side.count))
+        for change in changes.elements {
+            let value = isOld ? change.old : change.new
+            guard value.baseAddress != nil else { continue }
+            sink.appendVarint(UInt64(change.id))
+            sink.appendShort(value)
+        }
+    }
+
+    /// The record of the changes' old (or new) values, in an array.
+    private func record(old isOld: Bool) -> [UInt8] {
+        let length = (isOld ? oldSide : newSide).recordLength
+        return [UInt8](unsafeUninitializedCapacity: length) { buffer, count in
+            guard let base = buffer.baseAddress else { return }
+            var sink = RecordScratch.Overwriting(base: UnsafeMutableRawPointer(base), offset: 0)
+            writeRecord(old: isOld, to: &sink)
+            count = sink.offset
+        }
+    }
 
     /// Compares record `stored` with `written`, property by property, as a read sees them:
     /// with `defaults`, a property either lacks reads as its default, and a property that is
     /// not among them (an attribute the schema version does not have) is no change; without,
     /// fields are compared as stored (absent: no value). Returns whether any changed; then
-    /// ``changedIDs``, ``oldValues`` and ``newValues`` say how.
+    /// ``changedIDs``, ``oldValues`` and ``newValues`` say how, and ``writeUpdateBody(to:)``
+    /// writes it for the journal.
     ///
     /// - Throws: `FormatError` as `RecordCodec.decodeFields` throws for either record, the
     ///   stored one checked first.
     package func compare(stored: UnsafeRawBufferPointer, written: UnsafeRawBufferPointer, defaults: RecordDefaults?) throws(FormatError) -> Bool {
-        // Plain records (nearly all) by plain reads; any other pair again from the start by
+        // Two plain records of the same properties (nearly every update) side by side; any
+        // other pair of plain records by plain reads; any other pair again from the start by
         // the reader's, which give the same answer or the error.
+        if let changed = compareAligned(stored, written, defaults) { return changed }
         do throws(FormatError) { return try compare(stored, written, defaults, walking: PlainFieldWalk.self) } catch {}
         return try compare(stored, written, defaults, walking: CarefulFieldWalk.self)
+    }
+
+    /// `compare` of two plain records (`PlainFieldWalk`) that hold the same attribute ids —
+    /// each field beside its counterpart, with the plain walk's checks; nil for any other pair,
+    /// malformed ones included (then nothing it found counts). Both records hold every property
+    /// they compare, so defaults only tell which ids are properties.
+    @inline(never)
+    func compareAligned(_ stored: UnsafeRawBufferPointer, _ written: UnsafeRawBufferPointer, _ defaults: RecordDefaults?) -> Bool? {
+        removeAll()
+        let storedEnd = stored.count, writtenEnd = written.count
+        guard storedEnd >= 2, writtenEnd >= 2, let old = stored.baseAddress, let new = written.baseAddress else { return nil }
+        let count = old.load(fromByteOffset: 1, as: UInt8.self)
+        guard old.load(as: UInt8.self) == RecordCodec.baseFormat, new.load(as: UInt8.self) == RecordCodec.baseFormat,
+              count < 0x80, new.load(fromByteOffset: 1, as: UInt8.self) == count else { return nil }
+        var oldPosition = 2, newPosition = 2, previous: UInt32 = 0, k = 0
+        for index in 0..<Int(count) {
+            guard storedEnd &- oldPosition >= 2, writtenEnd &- newPosition >= 2 else { return nil }
+            let id = UInt32(old.load(fromByteOffset: oldPosition, as: UInt8.self))
+            let oldTag = old.load(fromByteOffset: oldPosition &+ 1, as: UInt8.self)
+            let newTag = new.load(fromByteOffset: newPosition &+ 1, as: UInt8.self)
+            // The first field may have id 0; every later one a greater id than the one before.
+            guard id < 0x80, id == UInt32(new.load(fromByteOffset: newPosition, as: UInt8.self)), id > previous || index == 0,
+                  let (oldNext, oldASCII) = Self.plainValueEnd(old, end: storedEnd, tag: oldTag, at: oldPosition &+ 2),
+                  let (newNext, newASCII) = Self.plainValueEnd(new, end: writtenEnd, tag: newTag, at: newPosition &+ 2) else { return nil }
+            let oldValue = UnsafeRawBufferPointer(start: old + (oldPosition &+ 1), count: oldNext &- oldPosition &- 1)
+            let newValue = UnsafeRawBufferPointer(start: new + (newPosition &+ 1), count: newNext &- newPosition &- 1)
+            previous = id
+            oldPosition = oldNext
+            newPosition = newNext
+            if oldValue.count == newValue.count && RecordCodec.bytesEqual(oldValue, newValue) { continue }
+            // Different bytes: a different value, unless both are strings, one of them not
+            // ASCII, that Swift compares equal.
+            if oldTag == ValueTag.string.rawValue, newTag == oldTag, !(oldASCII && newASCII),
+               RecordCodec.encodedValuesEqual(oldValue, newValue) { continue }
+            if let defaults, defaults.index(of: id, from: &k) == nil { continue }  // not a property of the version
+            add(id, old: oldValue, new: newValue)
+        }
+        guard oldPosition == storedEnd, newPosition == writtenEnd else { return nil }
+        return changes.count > 0
+    }
+
+    /// `RecordCodec.plainValue` for `compareAligned`, which needs only where the value ends:
+    /// the offset past a plain value whose tag `tag` was read and whose payload starts at
+    /// `start`, and whether it is ASCII (a string whose bytes all are, or any other kind); nil
+    /// for a value that is not plain (null, references, unknown tags, anything malformed).
+    @inline(__always)
+    private static func plainValueEnd(_ base: UnsafeRawPointer, end: Int, tag: UInt8, at start: Int) -> (end: Int, ascii: Bool)? {
+        // Offsets stay within the buffer plus 2 (lengths are checked against what is left).
+        switch tag {
+        case ValueTag.false.rawValue, ValueTag.true.rawValue:
+            return (start, true)
+        case ValueTag.int.rawValue:
+            guard let (_, next) = RecordCodec.plainVarint(base, end: end, at: start) else { return nil }
+            return (next, true)
+        case ValueTag.double.rawValue, ValueTag.date.rawValue:
+            return end &- start >= 8 ? (start &+ 8, true) : nil
+        case ValueTag.uuid.rawValue:
+            return end &- start >= 16 ? (start &+ 16, true) : nil
+        case ValueTag.string.rawValue, ValueTag.data.rawValue, ValueTag.codable.rawValue:
+            guard let (length, bytesStart) = RecordCodec.plainVarint(base, end: end, at: start), length <= UInt64(end &- bytesStart) else { return nil }
+            let next = bytesStart &+ Int(length)
+            guard tag == ValueTag.string.rawValue else { return (next, true) }
+            let bytes = UnsafeRawBufferPointer(start: base + bytesStart, count: Int(length)).bindMemory(to: UInt8.self)
+            if RecordFieldReader.isASCII(bytes) { return (next, true) }
+            return RecordFieldReader.isValidUTF8(bytes) ? (next, false) : nil
+        default:
+            return nil
+        }
     }
 
     @inline(__always)
     func compare<Walk: RecordFieldWalking>(_ stored: UnsafeRawBufferPointer, _ written: UnsafeRawBufferPointer,
                                                    _ defaults: RecordDefaults?, walking: Walk.Type) throws(FormatError) -> Bool {
-        changed.removeAll()
-        old.removeAll()
-        new.removeAll()
+        removeAll()
         // Both records walked side by side, each field checked as decoding checks it (the
         // stored record is input from disk; the written one is checked as it was before).
         var before = Walk(walking: stored), after = Walk(walking: written)
         var hasBefore = try before.advance(), hasAfter = try Self.next(&after, storedFirst: &before)
         var k = 0
+        let none = UnsafeRawBufferPointer(start: nil, count: 0)
         while hasBefore || hasAfter {
             // The next property either record holds, and its value in each (nil: absent).
             let property: UInt32
@@ -131,13 +300,9 @@ package final class RecordChanges {
             case (let a?, let b?) where RecordCodec.encodedValuesEqual(a, b): continue
             default: break
             }
-            changed.append(property)
-            if let oldValue { old.append(property, oldValue) }
-            if let newValue { new.append(property, newValue) }
+            add(property, old: oldValue ?? none, new: newValue ?? none)
         }
-        old.finish()
-        new.finish()
-        return changed.count > 0
+        return changes.count > 0
     }
 
     /// `after.advance()`; when the written record is malformed, the rest of the stored one is
@@ -168,21 +333,21 @@ package final class RecordChanges {
     @inline(__always)
     func tombstone<Walk: RecordFieldWalking>(_ stored: UnsafeRawBufferPointer, _ kept: [UInt32], _ defaults: RecordDefaults?,
                                                      walking: Walk.Type) throws(FormatError) -> UnsafeRawBufferPointer {
-        old.removeAll()
+        tombstoneRecord.removeAll()
         var walk = Walk(walking: stored)
         var hasField = try walk.advance()
         var k = 0
         for property in kept {
             while hasField && walk.id < property { hasField = try walk.advance() }
             if hasField && walk.id == property {
-                old.append(property, walk.value(in: stored))
+                tombstoneRecord.append(property, walk.value(in: stored))
             } else if let defaults, let index = defaults.index(of: property, from: &k), let value = defaults.value(at: index) {
-                old.append(property, value)
+                tombstoneRecord.append(property, value)
             }
         }
         while hasField { hasField = try walk.advance() }  // the rest is checked too
-        old.finish()
-        return old.record
+        tombstoneRecord.finish()
+        return tombstoneRecord.record
     }
 
     /// A list of plain values (no references, nothing to deinitialize) in memory kept from use

@@ -239,6 +239,26 @@ struct RecordScratch: RecordByteSink {
             (base + offset).copyMemory(from: source, byteCount: raw.count)
             offset += raw.count
         }
+
+        /// Raw bytes, likely few (an encoded value): up to 16 copied by two loads and stores
+        /// that may overlap, not by a call.
+        @inline(__always)
+        mutating func appendShort(_ raw: UnsafeRawBufferPointer) {
+            guard let source = raw.baseAddress else { return }
+            let count = raw.count, destination = base + offset
+            if count >= 8 && count <= 16 {
+                destination.storeBytes(of: source.loadUnaligned(as: UInt64.self), as: UInt64.self)
+                destination.storeBytes(of: source.loadUnaligned(fromByteOffset: count &- 8, as: UInt64.self), toByteOffset: count &- 8, as: UInt64.self)
+            } else if count >= 4 && count < 8 {
+                destination.storeBytes(of: source.loadUnaligned(as: UInt32.self), as: UInt32.self)
+                destination.storeBytes(of: source.loadUnaligned(fromByteOffset: count &- 4, as: UInt32.self), toByteOffset: count &- 4, as: UInt32.self)
+            } else if count < 4 {
+                for index in 0..<count { destination.storeBytes(of: source.load(fromByteOffset: index, as: UInt8.self), toByteOffset: index, as: UInt8.self) }
+            } else {
+                destination.copyMemory(from: source, byteCount: count)
+            }
+            offset &+= count
+        }
     }
 
     /// The bytes `appendVarint(value)` writes: 1 to 10.

@@ -531,13 +531,27 @@ enum DecoderCatalog {
                     return "\(changed) \(Array(changes.changedIDs)) \(Array(changes.oldValues)) \(Array(changes.newValues))"
                 } catch { return "error \(error)" }
             }
-            for (stored, written) in [(whole, nil), (nil, whole)] as [(UnsafeRawBufferPointer?, UnsafeRawBufferPointer?)] {
+            // Also against itself and against a valid record of the attributes it holds before
+            // anything malformed, with other values: the pairs the journal compares side by side
+            // (`compareAligned`).
+            var bounds: [RecordFieldBounds] = []
+            try? RecordCodec.fieldBounds(whole, into: &bounds)
+            let sameIDs: [UInt8]? = bounds.isEmpty ? nil : RecordCodec.encode(fields: bounds.enumerated().compactMap { index, field in
+                // Each value decoded alone, as the one field of a record.
+                let alone = [RecordCodec.baseFormat, 1, UInt8(truncatingIfNeeded: field.id)] + Array(field.value(in: whole))
+                guard field.id < 0x80, let value = try? RecordCodec.decodeFields(alone).first?.value else { return nil }
+                return (field.id, Self.otherValue(value, index))
+            })
+            var pairs: [(stored: [UInt8]?, written: [UInt8]?)] = [(nil, other), (other, nil), (nil, nil)]
+            if let sameIDs { pairs += [(nil, sameIDs), (sameIDs, nil)] }
+            for (storedBytes, writtenBytes) in pairs {
                 for defaults in [nil, defaults] {
-                    let problem: String? = other.withUnsafeBytes { other in
-                        let (stored, written) = (stored ?? other, written ?? other)
-                        let found = entry { () throws(FormatError) in try changes.compare(stored: stored, written: written, defaults: defaults) }
-                        let careful = entry { () throws(FormatError) in try changes.compare(stored, written, defaults, walking: CarefulFieldWalk.self) }
-                        return found == careful ? nil : "compare \(found), carefully \(careful)"
+                    let problem: String? = (storedBytes ?? bytes).withUnsafeBytes { stored in
+                        (writtenBytes ?? bytes).withUnsafeBytes { written in
+                            let found = entry { () throws(FormatError) in try changes.compare(stored: stored, written: written, defaults: defaults) }
+                            let careful = entry { () throws(FormatError) in try changes.compare(stored, written, defaults, walking: CarefulFieldWalk.self) }
+                            return found == careful ? nil : "compare \(found), carefully \(careful)"
+                        }
                     }
                     if let problem { return problem }
                 }
@@ -550,6 +564,27 @@ enum DecoderCatalog {
             let careful = tombstone { () throws(FormatError) in try changes.tombstone(whole, kept, defaults, walking: CarefulFieldWalk.self) }
             guard found == careful else { return "tombstone \(found), carefully \(careful)" }
             return ""
+        }
+    }
+
+    /// Another value of the kind of `value`, or the same one (every third field), or the same
+    /// string spelled differently (decomposed accents): what an update writes.
+    static func otherValue(_ value: Value, _ index: Int) -> Value {
+        if index % 3 == 2 { return value }
+        switch value {
+        case .bool(let flag): return .bool(!flag)
+        case .int(let number): return .int(number &+ 1)
+        case .double(let number): return .double(number + 1)
+        case .string(let text):
+            var decomposed = String.UnicodeScalarView()
+            for scalar in text.unicodeScalars {
+                if scalar == "\u{E9}" { decomposed.append(contentsOf: ["e", "\u{301}"]) } else { decomposed.append(scalar) }
+            }
+            return .string(decomposed.count == text.unicodeScalars.count ? text + "x" : String(decomposed))
+        case .data(let bytes): return .data(bytes + [0])
+        case .codable(let bytes): return .codable(bytes + [0x20])
+        case .references(let ids): return .references(ids.reversed())
+        default: return value
         }
     }
 
