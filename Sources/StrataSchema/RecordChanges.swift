@@ -236,7 +236,9 @@ package final class RecordChanges {
     /// the offset past a plain value whose tag `tag` was read and whose payload starts at
     /// `start`, and whether it is ASCII (a string whose bytes all are, or any other kind); nil
     /// for a value that is not plain (null, references, unknown tags, anything malformed).
-    @inline(__always)
+    // `@inline(always)`: with `__always`, Swift 6.3 found the call "not profitable to inline"
+    // (-Rpass-missed=sil-inliner) and called it twice per field.
+    @inline(always)
     private static func plainValueEnd(_ base: UnsafeRawPointer, end: Int, tag: UInt8, at start: Int) -> (end: Int, ascii: Bool)? {
         // Offsets stay within the buffer plus 2 (lengths are checked against what is left).
         switch tag {
