@@ -118,7 +118,7 @@ package indirect enum RecordCondition: Sendable, Equatable {
     }
 
     /// `evaluate` of `.compare` and `.startsWith` (nil for any other case).
-    @inline(__always)
+    @inline(always)
     private func evaluateComparison(_ bytes: UnsafeRawBufferPointer, recordLength: Int) -> Bool? {
         switch self {
         case .compare(let id, let comparison, let constant, let absent):
@@ -195,7 +195,7 @@ enum StoredField {
     /// filtered scan: it reads with `RecordFieldReader`, as a field lookup does, checking the
     /// header, ids, tags and the payloads' bounds it walks but not the UTF-8 of strings it
     /// skips, which decoding checks.
-    @inline(__always)
+    @inline(always)
     static func find(_ id: UInt32, in bytes: UnsafeRawBufferPointer, recordLength: Int) -> StoredField? {
         let location = locatePlain(id, in: bytes, recordLength: recordLength)
         if location.offset >= 0, let tag = ValueTag(rawValue: location.tag), let base = bytes.baseAddress {
@@ -212,7 +212,7 @@ enum StoredField {
     /// included (`findCarefully` then walks it again and answers). A string's payload is its
     /// length and its bytes. (Through the reader's throwing reads, the walk cost ~80
     /// instructions a field: a quarter of a filtered scan.)
-    @inline(__always)
+    @inline(always)
     static func locatePlain(_ id: UInt32, in bytes: UnsafeRawBufferPointer, recordLength: Int) -> PlainFieldLocation {
         // Offsets are checked against `end` before each load; the arithmetic cannot overflow
         // (offsets stay within the buffer plus 2; lengths are checked against what is left),
@@ -326,7 +326,7 @@ enum StoredField {
     }
 
     /// Whether a string field starts with the ASCII `prefix`, when that can be told exactly.
-    @inline(__always)
+    @inline(always)
     func startsWith(_ prefix: [UInt8], absent: Value?) -> Bool? {
         switch self {
         case .absent:
@@ -342,7 +342,7 @@ enum StoredField {
 
     /// False when `stored` cannot start with the ASCII `prefix` as Swift compares strings;
     /// nil otherwise (see ``RecordCondition``).
-    @inline(__always)
+    @inline(always)
     static func startsWith(_ stored: UnsafeRawBufferPointer, _ prefix: [UInt8]) -> Bool? {
         prefix.withUnsafeBufferPointer { prefix in
             let common = min(stored.count, prefix.count)
