@@ -118,6 +118,8 @@ package indirect enum RecordCondition: Sendable, Equatable {
     }
 
     /// `evaluate` of `.compare` and `.startsWith` (nil for any other case).
+    // `@inline(always)` here and on the pre-filter's helpers below: Swift 6.3 declined
+    // `@inline(__always)` on them as "not profitable" (Architecture.md, the plain walks).
     @inline(always)
     private func evaluateComparison(_ bytes: UnsafeRawBufferPointer, recordLength: Int) -> Bool? {
         switch self {
