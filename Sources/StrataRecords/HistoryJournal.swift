@@ -263,41 +263,13 @@ struct HistoryPartBuffer {
         append(UInt8(rest))
     }
 
-    /// Makes room for `count` more bytes and lets `body` write them: it is given where they
-    /// start and returns how many it wrote (at most `count`).
+    /// Makes room for `count` more bytes and lets `body` write exactly that many at the
+    /// pointer it is given.
     @inline(__always)
-    mutating func append(upTo count: Int, _ body: (UnsafeMutableRawPointer) -> Int) {
+    mutating func append(count: Int, _ body: (UnsafeMutableRawPointer) -> Void) {
         if self.count + count > capacity { grow(to: self.count + count) }
-        self.count += body(base + self.count)
-    }
-
-    /// Writes bytes at a place with room for them (`append(upTo:_:)`), unchecked.
-    struct Overwriting {
-        private let start: UnsafeMutableRawPointer
-        /// The bytes written.
-        private(set) var count = 0
-
-        init(at start: UnsafeMutableRawPointer) { self.start = start }
-
-        /// Where the next byte goes.
-        var position: UnsafeMutableRawPointer { start + count }
-
-        @inline(__always)
-        mutating func append(_ byte: UInt8) {
-            start.storeBytes(of: byte, toByteOffset: count, as: UInt8.self)
-            count += 1
-        }
-
-        /// An unsigned LEB128 varint, as `ByteWriter.appendVarint` writes it.
-        @inline(__always)
-        mutating func appendVarint(_ value: UInt64) {
-            var rest = value
-            while rest >= 0x80 {
-                append(UInt8(truncatingIfNeeded: rest) | 0x80)
-                rest >>= 7
-            }
-            append(UInt8(rest))
-        }
+        body(base + self.count)
+        self.count += count
     }
 
     private mutating func grow(to needed: Int) {
@@ -440,15 +412,11 @@ package final class HistoryRecorder {
         if buffer.count == 0 { startPart() }
         // The operation (`HistoryCodec.appendUpdate`'s form) written in place: its body from
         // the fields `changes` points at, with no record of the values built first.
+        buffer.append(UInt8(2))
+        buffer.appendVarint(UInt64(entityID))
+        buffer.appendVarint(id)
         let body = changes.updateBodySize
-        buffer.append(upTo: 21 + body) { start in
-            var sink = HistoryPartBuffer.Overwriting(at: start)
-            sink.append(UInt8(2))
-            sink.appendVarint(UInt64(entityID))
-            sink.appendVarint(id)
-            changes.writeUpdateBody(to: sink.position)
-            return sink.count + body
-        }
+        buffer.append(count: body) { changes.writeUpdateBody(to: $0) }
         try operationWritten()
     }
 
