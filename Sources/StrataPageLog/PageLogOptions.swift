@@ -1,3 +1,5 @@
+import StrataIO
+
 /// Tuning of a page log. The defaults suit stores from megabytes to hundreds of gigabytes.
 package struct PageLogOptions: Sendable {
     /// A segment file is closed and a new one started when the next frame would pass this size.
@@ -25,7 +27,10 @@ package struct PageLogOptions: Sendable {
     /// Build the frames of a large transaction's page writes (LZ4, header, CRC32C) on a
     /// background worker while the caller goes on (Architecture.md, invariant 17). The bytes
     /// written are the same either way; off, every frame is built on the calling thread.
-    package var framePipeline = true
+    /// On by default only where the process may use two or more processors: on one, the
+    /// worker only takes turns with the caller, and the hand-over (a copy of each page,
+    /// wake-ups, three times the context switches) made a one-core bulk insert slower.
+    package var framePipeline = Processors.usable > 1
     /// Page writes a transaction makes on the calling thread before the frame pipeline takes
     /// over, so small transactions pay no thread hop.
     package var framePipelineThreshold = 64

@@ -280,6 +280,7 @@ import StrataTestSupport
     /// transaction abandoned with pages in flight leaves nothing visible and the store usable.
     @Test func transactionsSeeTheirPagesInFlight() throws {
         var options = smallOptions()
+        options.framePipeline = true  // whatever the processors (the default follows them)
         options.framePipelineThreshold = 0
         options.framePipelineBytes = 1 << 20
         options.framePipelineBatchBytes = 1 << 20  // the worker starts only when a read waits

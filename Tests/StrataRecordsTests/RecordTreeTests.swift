@@ -142,6 +142,7 @@ import StrataTestSupport
         var random = SeededRandom(seed: seed)
         var options = PageLogOptions()
         options.automaticCompaction = false
+        options.framePipeline = true  // whatever the processors (the default follows them)
         options.framePipelineThreshold = 0
         options.framePipelineBytes = 8 << 10
         let fs = MemoryFileSystem()
