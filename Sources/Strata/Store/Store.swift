@@ -34,11 +34,12 @@ public final class Store: Sendable {
         /// The memory budget of the shared cache of verified record pages (default 32 MiB).
         public var cacheBytes = 32 << 20
         /// The most threads a fetch that scans many records uses, the calling thread included
-        /// (default: the machine's cores, at most 4). A fetch with a predicate that reads a
+        /// (default: the processors this process may run on — its CPU affinity on Linux —, at
+        /// most 4; on one, scans stay on the calling thread). A fetch with a predicate that reads a
         /// large tree whole lets them read, verify, decompress and pre-filter its pages in
         /// parallel; records still come out in id order and the predicate's final evaluation
         /// runs on the calling thread. 1 keeps every scan on the calling thread.
-        public var scanThreads = min(4, max(1, ProcessInfo.processInfo.activeProcessorCount))
+        public var scanThreads = min(4, Processors.usable)
         /// Whether this process migrates the store when the app's schema needs it (the
         /// default). Set it to false in widgets, extensions and helper processes: opening a store
         /// that needs a migration — or has one in progress — then throws
