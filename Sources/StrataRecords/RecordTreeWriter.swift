@@ -308,13 +308,7 @@ package final class RecordTreeWriter {
             if root.rootPageID != 0, !mustNotExist {
                 // An update or an upsert: `place` tells the journal, comparing the stored record
                 // where it finds it (one search) — except a summary's record that overflows,
-                // compared here. A record that fits in a leaf is its own stored form.
-                if bytes.count <= options.maximumInlineRecord {
-                    return try bytes.withUnsafeBytes { record in
-                        try place(id, stored: record, overflow: false, mustExist: mustExist, mustNotExist: false,
-                                  telling: journal, written: record)
-                    }
-                }
+                // compared here.
                 let (stored, overflow) = try storedForm(bytes)
                 if journal.summarizes, overflow {
                     if let changed = try differs(id, from: bytes) {
