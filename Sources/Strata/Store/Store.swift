@@ -34,8 +34,8 @@ public final class Store: Sendable {
         /// The memory budget of the shared cache of verified record pages (default 32 MiB).
         public var cacheBytes = 32 << 20
         /// The most threads a fetch that scans many records uses, the calling thread included
-        /// (default: the processors this process may run on — its CPU affinity on Linux —, at
-        /// most 4; on one, scans stay on the calling thread). A fetch with a predicate that reads a
+        /// (default: the processors this process may run on, at most 4; on Linux its CPU
+        /// affinity, so on one CPU scans stay on the calling thread). A fetch with a predicate that reads a
         /// large tree whole lets them read, verify, decompress and pre-filter its pages in
         /// parallel; records still come out in id order and the predicate's final evaluation
         /// runs on the calling thread. 1 keeps every scan on the calling thread.
