@@ -166,15 +166,22 @@ package enum HistoryCodec {
     @inline(__always)
     static func appendUpdate(entityID: UInt32, id: UInt64, changed: UnsafeBufferPointer<UInt32>,
                              old: UnsafeRawBufferPointer, new: UnsafeRawBufferPointer, to sink: inout HistoryPartBuffer) {
-        sink.append(UInt8(2))
-        sink.appendVarint(UInt64(entityID))
-        sink.appendVarint(id)
+        appendUpdateHead(entityID: entityID, id: id, to: &sink)
         sink.appendVarint(UInt64(changed.count))
         for attribute in changed { sink.appendVarint(UInt64(attribute)) }
         sink.appendVarint(UInt64(old.count))
         sink.append(raw: old)
         sink.appendVarint(UInt64(new.count))
         sink.append(raw: new)
+    }
+
+    /// Appends the head of an update operation: its kind (2), entity and record id. The body
+    /// follows (`appendUpdate`, or `RecordChanges.writeUpdateBody(to:)` in place).
+    @inline(__always)
+    static func appendUpdateHead(entityID: UInt32, id: UInt64, to sink: inout HistoryPartBuffer) {
+        sink.append(UInt8(2))
+        sink.appendVarint(UInt64(entityID))
+        sink.appendVarint(id)
     }
 
     /// Appends a delete operation (3).
@@ -412,9 +419,7 @@ package final class HistoryRecorder {
         if buffer.count == 0 { startPart() }
         // The operation (`HistoryCodec.appendUpdate`'s form) written in place: its body from
         // the fields `changes` points at, with no record of the values built first.
-        buffer.append(UInt8(2))
-        buffer.appendVarint(UInt64(entityID))
-        buffer.appendVarint(id)
+        HistoryCodec.appendUpdateHead(entityID: entityID, id: id, to: &buffer)
         let body = changes.updateBodySize
         buffer.append(count: body) { changes.writeUpdateBody(to: $0) }
         try operationWritten()
