@@ -20,27 +20,35 @@ extension PageLog {
     /// open snapshot still needs them, in which case a later checkpoint deletes them.
     /// `progress`, when given, is called after each segment moved with the fraction (0…1) of
     /// the excess log bytes reclaimed so far.
+    ///
+    /// `relocating` false (automatic compaction while relocations are held,
+    /// `holdingAutomaticRelocations`): only sealed segments without a live page are retired,
+    /// nothing is moved, and the active segment is not sealed early — unless the device is low
+    /// on space (invariant 33), when compaction works as usual.
     @discardableResult
-    package func compact(targetAmplification: Double? = nil, progress: ((Double) -> Void)? = nil) throws -> CompactionReport {
+    package func compact(targetAmplification: Double? = nil, relocating: Bool = true,
+                         progress: ((Double) -> Void)? = nil) throws -> CompactionReport {
         try writerLock.withLock { _ in
             try checkWritable()
             if checkpointsHeld.load(ordering: .acquiring) { return CompactionReport() }
-            return try compactLocked(targetAmplification: targetAmplification, progress: progress)
+            return try compactLocked(targetAmplification: targetAmplification, relocating: relocating, progress: progress)
         }
     }
 
-    func compactLocked(targetAmplification: Double?, progress: ((Double) -> Void)? = nil) throws -> CompactionReport {
+    func compactLocked(targetAmplification: Double?, relocating: Bool = true,
+                       progress: ((Double) -> Void)? = nil) throws -> CompactionReport {
         let target = max(1.0, targetAmplification ?? options.maximumSpaceAmplification * 0.75)
         var report = CompactionReport()
         let retiredBefore = Set(writer.retired.map(\.segment))
         let segmentsBefore = Set(writer.usage.keys)
         // Whether segments retired (by this call or before) wait for the final pair of checkpoints.
         var awaitingDeletion = !retiredBefore.isEmpty
+        let emptyOnly = !relocating && !isLowOnSpace
         // The active segment's dead space is reclaimed only once it is sealed: when the log
         // needs compacting and at least half of the active segment (and 64 KiB) is dead, seal it
         // now, so its live pages move like any other segment's. (A small store's migration
         // leaves the old version, and its deferred compression the uncompressed leaves, there.)
-        if let active = writer.usage[writer.activeSegment],
+        if !emptyOnly, let active = writer.usage[writer.activeSegment],
            Double(writer.totalLogBytes) > target * Double(max(writer.totalLiveBytes, 1)),
            active.totalBytes - min(active.liveBytes, active.totalBytes) >= max(active.totalBytes / 2, 64 << 10) {
             try rollSegment()
@@ -55,7 +63,8 @@ extension PageLog {
             if Double(total) <= target * Double(max(live, 1)) { break }
             let retired = Set(writer.retired.map(\.segment))
             let candidates = writer.usage.filter { id, usage in
-                id < firstNewSegment && !retired.contains(id) && usage.liveBytes + UInt64(SegmentHeader.size) < usage.totalBytes
+                id < firstNewSegment && !retired.contains(id)
+                    && (emptyOnly ? usage.liveBytes == 0 : usage.liveBytes + UInt64(SegmentHeader.size) < usage.totalBytes)
             }
             // The emptiest segment first; ties by id, so a run is reproducible. Low on space
             // (invariant 33), the one with the fewest live bytes: the least room to move it.
@@ -129,6 +138,20 @@ extension PageLog {
         return (live.count, bytes)
     }
 
+    /// Runs `body` with automatic compaction limited to the sealed segments without a live
+    /// page (they cost no copy), then starts one if the log needs it: for work that is about
+    /// to make most live pages dead (the deferred compression pass, which writes every
+    /// uncompressed leaf again), so that compaction does not copy the pages it drops. An
+    /// explicit `compact` meanwhile works as usual.
+    package func holdingAutomaticRelocations<T>(_ body: () throws -> T) rethrows -> T {
+        relocationHolds.add(1, ordering: .relaxed)
+        defer {
+            relocationHolds.subtract(1, ordering: .relaxed)
+            scheduleCompactionIfNeeded()
+        }
+        return try body()
+    }
+
     /// Starts a background compaction when space amplification passed the limit.
     package func scheduleCompactionIfNeeded() {
         guard options.automaticCompaction, !checkpointsHeld.load(ordering: .acquiring) else { return }
@@ -141,7 +164,7 @@ extension PageLog {
         DispatchQueue.global(qos: .utility).async { [self] in
             defer { backgroundCompactionScheduled.store(false, ordering: .releasing) }
             do {
-                try compact()
+                try compact(relocating: relocationHolds.load(ordering: .relaxed) == 0)
             } catch PageLogError.closed {
                 // Closed meanwhile: nothing to do.
             } catch {

@@ -54,6 +54,9 @@ package final class PageLog: Sendable {
     /// number of durable commits when commits overlap).
     let segmentSyncs = Atomic<Int>(0)
     package let backgroundCompactionScheduled = Atomic<Bool>(false)
+    /// How many `holdingAutomaticRelocations` calls are running: while positive, automatic
+    /// compaction deletes only segments without a live page.
+    let relocationHolds = Atomic<Int>(0)
     /// While set, nothing checkpoints or compacts: the files only grow by appends after a
     /// rollback point (`PageLog+RollbackPoint.swift`, Architecture.md invariant 26).
     package let checkpointsHeld = Atomic<Bool>(false)

@@ -25,6 +25,11 @@ package final class PageLogTransaction {
     /// order; those before `inFlightHead` are placed.
     private var inFlight: [FrameJob] = []
     private var inFlightHead = 0
+    /// Page writes handed to the frame pipeline and not yet placed in the log (for tests).
+    package var framesInFlight: Int { inFlight.count - inFlightHead }
+    /// The pages of the jobs submitted since the pipeline was last empty (a superset of the
+    /// pages in flight): a read of any other page needs no frame placed first.
+    private var inFlightPages: Set<UInt64> = []
     /// Bytes of the jobs in flight (`FrameJob.cost`) (bounded by `PageLogOptions.framePipelineBytes`).
     private var inFlightBytes = 0
     /// Bytes of the jobs submitted since the worker was last started.
@@ -134,6 +139,7 @@ package final class PageLogTransaction {
             try placeNextFrame()
         }
         inFlight.append(job)
+        inFlightPages.insert(job.pageID)
         inFlightBytes += job.cost
         unstartedBytes += job.cost
         // Start the worker once a batch of work waits (or the in-flight bound is near), not
@@ -158,6 +164,27 @@ package final class PageLogTransaction {
         while inFlightHead < inFlight.count { try placeNextFrame(helping: true) }
     }
 
+    /// Before a read of `pageID`: places the frames in flight only when the read depends on
+    /// them — the page is among them, or its image lies in the write buffer's unflushed part
+    /// (the read flushes it, and the synchronous path's flush would have held every frame up to
+    /// now). A read of any other page leaves them to the worker, so a transaction that reads
+    /// one page while it writes others (the deferred compression pass) keeps both threads
+    /// compressing, and the file system sees the same calls in the same order.
+    private func drainPipeline(beforeReading pageID: UInt64) throws {
+        if let pipelineFailure { throw pipelineFailure }
+        guard inFlightHead < inFlight.count else { return }
+        if !inFlightPages.contains(pageID) {
+            let location = try changes[pageID] ?? writer.table.location(of: pageID)
+            if location.isNone || !isUnflushed(location) { return }
+        }
+        try drainPipeline()
+    }
+
+    /// Whether the frame at `location` is still in the write buffer (a read flushes it first).
+    private func isUnflushed(_ location: PageLocation) -> Bool {
+        UInt64(location.segment) == writer.activeSegment && UInt64(location.offset) >= writer.flushedOffset
+    }
+
     /// Waits for the oldest frame in flight and places it as `log.append` would have: appended
     /// to the write buffer, then accounted, rolled or flushed by `placeAppendedFrame`.
     /// `helping`: every frame in flight is needed now, so frames no worker took yet are built
@@ -170,6 +197,7 @@ package final class PageLogTransaction {
         inFlightBytes -= job.cost
         if inFlightHead == inFlight.count {
             inFlight.removeAll(keepingCapacity: true)
+            inFlightPages.removeAll(keepingCapacity: true)
             inFlightHead = 0
         } else if inFlightHead >= 1024 {
             inFlight.removeFirst(inFlightHead)
@@ -185,6 +213,7 @@ package final class PageLogTransaction {
             // are dropped: the transaction can only end by throwing (the store is poisoned).
             pipelineFailure = error
             inFlight.removeAll()
+            inFlightPages.removeAll()
             inFlightHead = 0
             inFlightBytes = 0
             throw error
@@ -199,6 +228,7 @@ package final class PageLogTransaction {
     private func finishPipeline(place: Bool) throws {
         defer {
             inFlight.removeAll()
+            inFlightPages.removeAll()
             inFlightHead = 0
             inFlightBytes = 0
             if usesPipeline && pageWrites > pipelineThreshold {
@@ -236,7 +266,7 @@ package final class PageLogTransaction {
     /// reads with `pread` (see `SequentialPageReader.mapped`).
     package func read(_ pageID: UInt64, mapped: Bool = true) throws -> Page? {
         try checkOpen()
-        try drainPipeline()
+        try drainPipeline(beforeReading: pageID)
         guard let (location, file) = try currentFrame(of: pageID) else { return nil }
         return try PageLog.readPage(pageID, at: location, in: file, mapped: mapped)
     }
@@ -249,7 +279,7 @@ package final class PageLogTransaction {
     /// The frame is verified as `read` verifies it, and not decompressed.
     package func uncompressedImage(of pageID: UInt64) throws -> Page? {
         try checkOpen()
-        try drainPipeline()
+        try drainPipeline(beforeReading: pageID)
         guard let (location, file) = try currentFrame(of: pageID) else { return nil }
         let (header, stored) = try PageLog.readFrame(in: file, at: UInt64(location.offset), length: location.length,
                                                      decompress: false, mapped: false)
@@ -263,7 +293,7 @@ package final class PageLogTransaction {
     private func currentFrame(of pageID: UInt64) throws -> (PageLocation, any StorageFile)? {
         let location = try changes[pageID] ?? writer.table.location(of: pageID)
         guard !location.isNone else { return nil }
-        if UInt64(location.segment) == writer.activeSegment && UInt64(location.offset) >= writer.flushedOffset {
+        if isUnflushed(location) {
             try log.flush()
         }
         let file: (any StorageFile)? = UInt64(location.segment) == writer.activeSegment

@@ -130,25 +130,33 @@ extension RecordStore {
     /// stored compressed); the cursor moves only after a batch committed.
     package func compressUncompressedLeaves(maximumLeavesPerCommit: Int = RecordStore.leavesCompressedPerCommit) throws {
         try compressionPass.withLock { cursor in
-            while true {
-                let start = cursor
-                var next: (entityID: UInt32, next: UInt64)?
-                // Not `write`: these commits change no record, so observers are not woken.
-                let more = try log.write(durability: .relaxed) { pageTransaction in
-                    try run({ transaction -> Bool in
-                        let flagged = transaction.root.entitiesWithUncompressedLeaves
-                        guard let entityID = start.flatMap({ flagged.contains($0.entityID) ? $0.entityID : nil }) ?? flagged.first else {
-                            return false
-                        }
-                        let from = start.flatMap { $0.entityID == entityID ? $0.next : nil } ?? 0
-                        next = try transaction.compressUncompressedLeaves(of: entityID, from: from, maximumLeaves: maximumLeavesPerCommit)
-                            .map { (entityID, $0) }
-                        return true
-                    }, in: pageTransaction)
-                }
-                guard more else { return }
-                cursor = next
+            // Automatic compaction would move the uncompressed leaves this pass is about to
+            // write again: it waits for the pass's end, deleting only emptied segments meanwhile.
+            try log.holdingAutomaticRelocations { try compressBatches(from: &cursor, maximumLeavesPerCommit: maximumLeavesPerCommit) }
+        }
+    }
+
+    /// The pass's batches, one relaxed commit each, from `cursor` to the end.
+    private func compressBatches(from cursor: inout (entityID: UInt32, next: UInt64)?, maximumLeavesPerCommit: Int) throws {
+        while true {
+            let start = cursor
+            var next: (entityID: UInt32, next: UInt64)?
+            // Not `write`: these commits change no record, so observers are not woken.
+            let more = try log.write(durability: .relaxed) { pageTransaction in
+                pageTransaction.pipelinesEveryPage()
+                return try run({ transaction -> Bool in
+                    let flagged = transaction.root.entitiesWithUncompressedLeaves
+                    guard let entityID = start.flatMap({ flagged.contains($0.entityID) ? $0.entityID : nil }) ?? flagged.first else {
+                        return false
+                    }
+                    let from = start.flatMap { $0.entityID == entityID ? $0.next : nil } ?? 0
+                    next = try transaction.compressUncompressedLeaves(of: entityID, from: from, maximumLeaves: maximumLeavesPerCommit)
+                        .map { (entityID, $0) }
+                    return true
+                }, in: pageTransaction)
             }
+            guard more else { return }
+            cursor = next
         }
     }
 

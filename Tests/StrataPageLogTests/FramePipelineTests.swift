@@ -276,6 +276,61 @@ import StrataTestSupport
         print("powerCutsMatchTheSynchronousPath: \(tested) crash points tested")
     }
 
+    /// A read waits for the frames in flight only when it depends on them: a page committed
+    /// before is read while they stay in flight; a page among them, or one placed in the
+    /// write buffer and not yet flushed, places them all first. Every read returns the
+    /// transaction's own content.
+    @Test func aReadWaitsOnlyForTheFramesItNeeds() throws {
+        var options = smallOptions()
+        options.framePipeline = true
+        options.framePipelineThreshold = 0
+        options.framePipelineBytes = 1 << 20
+        options.framePipelineWorkerStarts = false  // frames stay in flight until a transaction places them
+        options.writeBufferSize = 1 << 20  // placed frames stay in the buffer until the commit
+        options.segmentSize = 8 << 20
+        let log = try PageLog.open(directory: storePath, fileSystem: MemoryFileSystem(), options: options)
+        var random = SeededRandom(seed: 0x9199_0051)
+        let committed = random.recordLikeBytes(1500)
+        let first = try log.write { txn in
+            let id = try txn.allocatePageID()
+            try txn.write(id, bytes: committed, compress: false)  // stored uncompressed: `uncompressedImage` finds it
+            return id
+        }
+        var pages: [UInt64: [UInt8]] = [:]
+        try log.write { txn in
+            for _ in 0..<10 {
+                let id = try txn.allocatePageID()
+                pages[id] = random.recordLikeBytes(1200)
+                try txn.write(id, bytes: pages[id] ?? [])
+            }
+            #expect(txn.framesInFlight == 10)
+            #expect(try txn.read(first)?.bytes == committed)
+            #expect(try txn.uncompressedImage(of: first)?.bytes == committed)
+            #expect(try txn.read(99) == nil)
+            #expect(txn.framesInFlight == 10, "a read of a committed page waited for the frames in flight")
+
+            let inFlight = try #require(pages.keys.min())
+            #expect(try txn.read(inFlight)?.bytes == pages[inFlight])
+            #expect(txn.framesInFlight == 0)  // placed, and flushed by the read
+
+            func writeNew(_ count: Int) throws -> UInt64 {
+                let id = try txn.allocatePageID()
+                pages[id] = random.recordLikeBytes(count)
+                try txn.write(id, bytes: pages[id] ?? [])
+                return id
+            }
+            let placed = try writeNew(900)
+            try txn.free(try txn.allocatePageID())  // places the frames in flight (a page never written: nothing freed), flushes nothing
+            #expect(txn.framesInFlight == 0)
+            _ = try writeNew(800)
+            #expect(txn.framesInFlight == 1)
+            #expect(try txn.read(placed)?.bytes == pages[placed])  // in the buffer, not yet in the file
+            #expect(txn.framesInFlight == 0, "a read that flushes the buffer placed the frames before it")
+        }
+        #expect(try contents(of: log) == pages.merging([first: committed]) { $1 })
+        try log.close()
+    }
+
     /// Pages still in flight are read back by the transaction (and count for `isEmpty`); a
     /// transaction abandoned with pages in flight leaves nothing visible and the store usable.
     @Test func transactionsSeeTheirPagesInFlight() throws {

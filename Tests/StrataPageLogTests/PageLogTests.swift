@@ -270,10 +270,89 @@ import StrataTestSupport
         try live.close()
     }
 
-    @Test func automaticCompactionBoundsSpaceAmplification() throws {
+    /// `compact(relocating: false)` retires only sealed segments without a live page and
+    /// moves nothing; an explicit compaction then moves the live pages left.
+    @Test func compactionWithoutRelocationRetiresOnlyEmptySegments() throws {
+        let fs = MemoryFileSystem()
+        let log = try PageLog.open(directory: storePath, fileSystem: fs, options: smallOptions())
+        var random = SeededRandom(seed: 12)
+        let ids = try log.write { txn in try (0..<40).map { _ in try txn.allocatePageID() } }
+        var expected: [UInt64: [UInt8]] = [:]
+        func write(_ ids: some Sequence<UInt64>) throws {
+            for id in ids {
+                try log.write(durability: .relaxed) { txn in
+                    expected[id] = random.bytes(1_000)
+                    try txn.write(id, bytes: expected[id] ?? [])
+                }
+            }
+        }
+        try write(ids)
+        try write(ids.prefix(20))  // the first segments emptied
+        try write(ids.dropFirst(20).enumerated().filter { $0.offset % 2 == 0 }.map(\.element))  // the next ones half
+        try log.checkpoint()
+        func liveSegments() throws -> Set<UInt64> {
+            let snapshot = try log.snapshot()
+            return Set(try snapshot.pageIDs().map { UInt64(try snapshot.location(of: $0).segment) })
+        }
+        let before = try liveSegments()
+        let report = try log.compact(targetAmplification: 1.0, relocating: false)
+        #expect(report.relocatedPages == 0 && report.relocatedBytes == 0)
+        #expect(!report.retiredSegments.isEmpty)
+        #expect(before.isDisjoint(with: report.retiredSegments), "retired \(report.retiredSegments), live pages in \(before)")
+        #expect(try liveSegments() == before)
+        #expect(try contents(of: log) == expected)
+
+        let moved = try log.compact(targetAmplification: 1.0)
+        #expect(moved.relocatedPages > 0 && !before.isDisjoint(with: moved.retiredSegments))
+        #expect(try contents(of: log) == expected)
+        try log.close()
+        #expect(try contents(of: PageLog.open(directory: storePath, fileSystem: fs, options: smallOptions())) == expected)
+    }
+
+    /// While relocations are held, automatic compaction moves no page (each page stays where
+    /// its last write put it); once released, it brings the log back under its bound.
+    @Test func heldRelocationsMoveNoPageUntilReleased() throws {
+        let options = automaticCompactionOptions()
+        let log = try PageLog.open(directory: storePath, fileSystem: MemoryFileSystem(), options: options)
+        var random = SeededRandom(seed: 13)
+        let ids = try log.write { txn in try (0..<20).map { _ in try txn.allocatePageID() } }
+        var expected: [UInt64: [UInt8]] = [:]
+        try log.holdingAutomaticRelocations {
+            var written: [UInt64: PageLocation] = [:]
+            for step in 0..<1_000 {
+                // Every fifth page is written once only, so most segments keep a live page.
+                let id = step < ids.count ? ids[step] : ids[Int.random(in: 0..<ids.count, using: &random) / 5 * 5 + 1 + step % 4]
+                try log.write(durability: .relaxed) { txn in
+                    expected[id] = random.bytes(500)
+                    try txn.write(id, bytes: expected[id] ?? [])
+                }
+                written[id] = try log.snapshot().location(of: id)
+            }
+            waitForBackgroundCompaction(log)
+            let snapshot = try log.snapshot()
+            for (id, location) in written {
+                #expect(try snapshot.location(of: id) == location, "page \(id) moved while relocations were held")
+            }
+            #expect(Double(log.statistics.logBytes) > 2 * Double(log.statistics.liveBytes))
+        }
+        waitForBackgroundCompaction(log)
+        let statistics = log.statistics
+        #expect(log.backgroundError.withLock { $0 } == nil)
+        #expect(Double(statistics.logBytes) <= 2 * Double(statistics.liveBytes) + Double(4 * options.segmentSize),
+                "log \(statistics.logBytes) live \(statistics.liveBytes)")
+        #expect(try contents(of: log) == expected)
+    }
+
+    /// `smallOptions` with automatic compaction on, from 64 KiB of log.
+    private func automaticCompactionOptions() -> PageLogOptions {
         var options = smallOptions()
         options.automaticCompaction = true
         options.compactionMinimumBytes = 64 << 10
+        return options
+    }
+
+    @Test func automaticCompactionBoundsSpaceAmplification() throws {
+        let options = automaticCompactionOptions()
         let log = try PageLog.open(directory: storePath, fileSystem: MemoryFileSystem(), options: options)
         var random = SeededRandom(seed: 8)
         let ids = try log.write { txn in try (0..<20).map { _ in try txn.allocatePageID() } }
@@ -282,13 +361,7 @@ import StrataTestSupport
                 try txn.write(ids.randomElement(using: &random)!, bytes: random.bytes(500))
             }
         }
-        // Compaction runs in the background and may lag the last writes: wait until it is idle,
-        // then let it look once more (as the next commit would), until it has nothing to do.
-        for _ in 0..<10 {
-            while log.backgroundCompactionScheduled.load(ordering: .acquiring) { usleep(1000) }
-            log.scheduleCompactionIfNeeded()
-            if !log.backgroundCompactionScheduled.load(ordering: .acquiring) { break }
-        }
+        waitForBackgroundCompaction(log)
         let statistics = log.statistics
         #expect(log.backgroundError.withLock { $0 } == nil)
         #expect(statistics.segmentCount < 30, "compaction deleted segments: \(statistics.segmentCount) left")

@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import StrataFormat
 import StrataIO
 import StrataPageLog
@@ -17,6 +20,16 @@ func smallOptions() -> PageLogOptions {
 }
 
 let storePath = "/store"
+
+/// Waits until `log`'s background compaction is idle and, asked once more (as the next commit
+/// would ask), finds nothing to do: compaction runs in the background and may lag the last writes.
+func waitForBackgroundCompaction(_ log: PageLog) {
+    for _ in 0..<10 {
+        while log.backgroundCompactionScheduled.load(ordering: .acquiring) { usleep(1000) }
+        log.scheduleCompactionIfNeeded()
+        if !log.backgroundCompactionScheduled.load(ordering: .acquiring) { break }
+    }
+}
 
 /// Every page of the latest state, as id → bytes.
 func contents(of log: PageLog) throws -> [UInt64: [UInt8]] {
