@@ -49,16 +49,18 @@ extension PageLog {
         // now, so its live pages move like any other segment's. (A small store's migration
         // leaves the old version, and its deferred compression the uncompressed leaves, there.)
         if !emptyOnly, let active = writer.usage[writer.activeSegment],
-           Double(writer.totalLogBytes) > target * Double(max(writer.totalLiveBytes, 1)),
+           Double(writer.unretiredLogBytes) > target * Double(max(writer.totalLiveBytes, 1)),
            active.totalBytes - min(active.liveBytes, active.totalBytes) >= max(active.totalBytes / 2, 64 << 10) {
             try rollSegment()
         }
         // Only segments sealed before this point are candidates: relocation writes new segments,
         // and compacting those would never end.
         let firstNewSegment = writer.activeSegment
-        let excess = max(1, Double(writer.totalLogBytes) - target * Double(max(writer.totalLiveBytes, 1)))
+        let excess = max(1, Double(writer.unretiredLogBytes) - target * Double(max(writer.totalLiveBytes, 1)))
         while true {
-            let total = writer.totalLogBytes
+            // Retired segments count as gone: each relocation adds its copy to the log, and
+            // the victim's bytes go at the checkpoints below.
+            let total = writer.unretiredLogBytes
             let live = writer.totalLiveBytes
             if Double(total) <= target * Double(max(live, 1)) { break }
             let retired = Set(writer.retired.map(\.segment))
@@ -80,7 +82,7 @@ extension PageLog {
             report.relocatedBytes += bytes
             awaitingDeletion = true
             if let progress {
-                let left = Double(writer.totalLogBytes) - target * Double(max(writer.totalLiveBytes, 1))
+                let left = Double(writer.unretiredLogBytes) - target * Double(max(writer.totalLiveBytes, 1))
                 progress(min(1, max(0, 1 - left / excess)))
             }
             if lowOnSpace {
@@ -156,7 +158,7 @@ extension PageLog {
     package func scheduleCompactionIfNeeded() {
         guard options.automaticCompaction, !checkpointsHeld.load(ordering: .acquiring) else { return }
         let wanted = writerLock.withLock { _ in
-            let total = writer.totalLogBytes
+            let total = writer.unretiredLogBytes
             return total >= UInt64(options.compactionMinimumBytes)
                 && Double(total) > options.maximumSpaceAmplification * Double(max(writer.totalLiveBytes, 1))
         }

@@ -309,6 +309,36 @@ import StrataTestSupport
         #expect(try contents(of: PageLog.open(directory: storePath, fileSystem: fs, options: smallOptions())) == expected)
     }
 
+    /// Compaction stops once the log is under its target: a retired segment's bytes count as
+    /// gone (the checkpoints at the end delete it), so emptying one segment that brings the
+    /// log under the target moves no other.
+    @Test func compactionStopsOnceTheLogIsUnderItsTarget() throws {
+        let options = smallOptions()
+        let log = try PageLog.open(directory: storePath, fileSystem: MemoryFileSystem(), options: options)
+        var random = SeededRandom(seed: 14)
+        let ids = try log.write { txn in try (0..<60).map { _ in try txn.allocatePageID() } }
+        func write(_ ids: some Sequence<UInt64>) throws {
+            for id in ids { try log.write(durability: .relaxed) { try $0.write(id, bytes: random.bytes(1_000)) } }
+        }
+        try write(ids)
+        let snapshot = try log.snapshot()
+        var segments: [UInt64: [UInt64]] = [:]  // pages by segment
+        for id in ids { segments[UInt64(try snapshot.location(of: id).segment), default: []].append(id) }
+        _ = consume snapshot
+        let sealed = segments.keys.sorted().dropLast()  // the last one is still active
+        try #require(sealed.count >= 3)
+        try write(segments[sealed[0]] ?? [])  // the first segment emptied
+        try write(sealed.dropFirst().compactMap { segments[$0]?.first })  // one page less in each other
+        let before = log.statistics
+        // The target: the log without one segment's worth, so emptying the first one is enough.
+        let target = (Double(before.logBytes) - Double(options.segmentSize) / 2) / Double(before.liveBytes)
+        let report = try log.compact(targetAmplification: target)
+        #expect(report.retiredSegments == [sealed[0]], "retired \(report.retiredSegments) for a target of \(target)")
+        #expect(report.relocatedPages == 0)
+        let after = log.statistics
+        #expect(Double(after.logBytes) <= target * Double(after.liveBytes))
+    }
+
     /// While relocations are held, automatic compaction moves no page (each page stays where
     /// its last write put it); once released, it brings the log back under its bound.
     @Test func heldRelocationsMoveNoPageUntilReleased() throws {
