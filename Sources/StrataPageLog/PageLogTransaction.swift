@@ -167,12 +167,13 @@ package final class PageLogTransaction {
         while inFlightHead < inFlight.count { try placeNextFrame(helping: true) }
     }
 
-    /// Before a read of `pageID`: places the frames in flight only when the read depends on
-    /// them — the page is among them, or its image lies in the write buffer's unflushed part
-    /// (the read flushes it, and the synchronous path's flush would have held every frame up to
-    /// now). A read of any other page leaves them to the worker, so a transaction that reads
-    /// one page while it writes others (the deferred compression pass) keeps both threads
-    /// compressing, and the file system sees the same calls in the same order.
+    /// Before a read of `pageID`: places the frames in flight only when the read may depend on
+    /// them — the page may be among them (`inFlightFilter`), or its image lies in the write
+    /// buffer's unflushed part (the read flushes it, and the synchronous path's flush would
+    /// have held every frame up to now). A read of any other page leaves them to the worker,
+    /// so a transaction that reads one page while it writes others (the deferred compression
+    /// pass) keeps both threads compressing, and the file system sees the same calls in the
+    /// same order.
     private func drainPipeline(beforeReading pageID: UInt64) throws {
         if let pipelineFailure { throw pipelineFailure }
         guard inFlightHead < inFlight.count else { return }
