@@ -111,8 +111,9 @@ final class LogWriter: @unchecked Sendable {
     /// `totalLogBytes` without the retired segments, which the next checkpoints delete (or
     /// the first ones after the snapshots reading them end): what compaction aims at.
     var unretiredLogBytes: UInt64 {
-        let retired = Set(retired.map(\.segment))
-        return usage.reduce(0) { retired.contains($1.key) ? $0 : $0 + $1.value.totalBytes }
+        usage.reduce(0) { total, entry in
+            retired.contains { $0.segment == entry.key } ? total : total + entry.value.totalBytes
+        }
     }
     var totalLiveBytes: UInt64 { usage.values.reduce(0) { $0 + $1.liveBytes } }
 }
