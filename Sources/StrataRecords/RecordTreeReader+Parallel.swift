@@ -24,7 +24,7 @@ extension RecordTreeReader {
     /// accepted and `readsAccepted` false (a count), `body` gets it with empty bytes and `true`,
     /// unassembled. Otherwise — undecided, needed whole, or its first chunk too short — it is
     /// assembled and filtered as any record.
-    package func scanFiltered(threads: Int, filter: @escaping @Sendable (UnsafeRawBufferPointer) -> Bool?,
+    package func scanFiltered(threads: Int, filter: RecordFilter,
                               prefixFilter: (@Sendable (UnsafeRawBufferPointer, Int) -> RecordCondition.PrefixAnswer)? = nil,
                               readsAccepted: Bool = true,
                               _ body: (UInt64, UnsafeRawBufferPointer, Bool?) throws -> Bool) throws {
@@ -35,13 +35,12 @@ extension RecordTreeReader {
                 let overflowed = overflowHook(prefixFilter, readsAccepted: readsAccepted) { id in
                     try body(id, UnsafeRawBufferPointer(start: nil, count: 0), true)
                 }
+                var session = filter.session()
                 try scanRuns(pages: SequentialPageReader(snapshot, mapped: true), overflowed: overflowed) { run in
-                    for index in 0..<run.count {
-                        let bytes = run.bytes(index)
-                        let decided = filter(bytes)
-                        if decided != false, try !body(run.id(index), bytes, decided) { return false }
+                    try run.forEachRecord { index, bytes in
+                        let decided = session.evaluate(bytes)
+                        return try decided == false || body(run.id(index), bytes, decided)
                     }
-                    return true
                 }
             }
             return
@@ -144,9 +143,10 @@ private final class FilteredChunk: @unchecked Sendable {
     private var bytes: [UInt8] = []
     private var error: (any Error)?
 
-    func fill(_ reader: RecordTreeReader, subtrees: ArraySlice<UInt64>, filter: (UnsafeRawBufferPointer) -> Bool?,
+    func fill(_ reader: RecordTreeReader, subtrees: ArraySlice<UInt64>, filter: RecordFilter,
               prefixFilter: ((UnsafeRawBufferPointer, Int) -> RecordCondition.PrefixAnswer)?, readsAccepted: Bool) {
         let pages = SequentialPageReader(reader.snapshot, mapped: true)
+        var session = filter.session()
         do {
             for pageID in subtrees {
                 let subtree = RecordTreeReader(snapshot: reader.snapshot, root: RecordTreeRoot(rootPageID: pageID), cache: reader.cache)
@@ -158,16 +158,15 @@ private final class FilteredChunk: @unchecked Sendable {
                     return true
                 }
                 try subtree.scanRuns(pages: pages, overflowed: overflowed) { run in
-                    for index in 0..<run.count {
-                        let record = run.bytes(index)
-                        let result = filter(record)
-                        guard result != false else { continue }
+                    run.forEachRecord { index, record in
+                        let result = session.evaluate(record)
+                        guard result != false else { return true }
                         ids.append(run.id(index))
                         decided.append(result)
                         bytes.append(contentsOf: record)
                         ends.append(bytes.count)
+                        return true
                     }
-                    return true
                 }
             }
         } catch {

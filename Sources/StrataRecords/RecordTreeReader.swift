@@ -430,6 +430,27 @@ package struct RecordRun {
     /// The bytes of record `index`.
     package func bytes(_ index: Int) -> UnsafeRawBufferPointer { view?.bytes(first + index) ?? single.bytes }
 
+    /// Calls `body` with each record's index and bytes, in order, until it returns false
+    /// (then false): `bytes(_:)` of each, with the leaf's directory read once — each record
+    /// starts where the one before it ended (the directory is validated: ends ascend within
+    /// the leaf). The loop of a filtered scan, which calls it for every record.
+    @inline(__always)
+    package func forEachRecord(_ body: (Int, UnsafeRawBufferPointer) throws -> Bool) rethrows -> Bool {
+        guard let view, count > 0, let base = view.raw.baseAddress else {
+            return try count == 0 || body(0, single.bytes)
+        }
+        let dataStart = LeafNode.headerSize &+ view.count &* LeafNode.entrySize
+        var start = view.startOffset(first)
+        var entry = LeafNode.headerSize &+ first &* LeafNode.entrySize &+ 8
+        for index in 0..<count {
+            let end = dataStart &+ Int(UInt32(littleEndian: base.loadUnaligned(fromByteOffset: entry, as: UInt32.self)) & ~LeafNode.overflowFlag)
+            if try !body(index, UnsafeRawBufferPointer(start: base + start, count: end &- start)) { return false }
+            start = end
+            entry &+= LeafNode.entrySize
+        }
+        return true
+    }
+
     /// The run's bytes, record after record: record `index` ends `end(index)` bytes in.
     package var allBytes: UnsafeRawBufferPointer {
         guard let view else { return single.bytes }

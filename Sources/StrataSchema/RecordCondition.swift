@@ -94,6 +94,29 @@ package indirect enum RecordCondition: Sendable, Equatable {
         }
     }
 
+    /// `.startsWith(id, prefix, absent)` on a record's first bytes, where `StoredField.locatePlain`
+    /// found field `id` at `location` (see `evaluateComparison`).
+    @inline(always)
+    static func startsWith(_ bytes: UnsafeRawBufferPointer, recordLength: Int, id: UInt32, prefix: [UInt8], absent: Value?,
+                           location: PlainFieldLocation) -> Bool? {
+        // A plain string field is compared where the walk found it.
+        if location.offset >= 0, location.tag == ValueTag.string.rawValue, let base = bytes.baseAddress,
+           let (length, start) = RecordCodec.plainVarint(base, end: location.offset &+ location.count, at: location.offset) {
+            return StoredField.startsWith(UnsafeRawBufferPointer(start: base + start, count: Int(length)), prefix)
+        }
+        guard let field = StoredField.find(id, in: bytes, recordLength: recordLength, location: location) else { return nil }
+        return field.startsWith(prefix, absent: absent)
+    }
+
+    /// `.compare(id, comparison, constant, absent)` on a record's first bytes, where
+    /// `StoredField.locatePlain` found field `id` at `location`.
+    @inline(always)
+    static func compare(_ bytes: UnsafeRawBufferPointer, recordLength: Int, id: UInt32, _ comparison: Comparison, _ constant: Value,
+                        absent: Value?, location: PlainFieldLocation) -> Bool? {
+        guard let field = StoredField.find(id, in: bytes, recordLength: recordLength, location: location) else { return nil }
+        return field.compare(comparison, constant, absent: absent)
+    }
+
     /// `evaluate` on the first bytes of a record of `recordLength` bytes that hold every field
     /// the condition reads (`evaluate(prefix:recordLength:)` checks that they do).
     private func evaluate(_ bytes: UnsafeRawBufferPointer, recordLength: Int) -> Bool? {
@@ -124,17 +147,11 @@ package indirect enum RecordCondition: Sendable, Equatable {
     private func evaluateComparison(_ bytes: UnsafeRawBufferPointer, recordLength: Int) -> Bool? {
         switch self {
         case .compare(let id, let comparison, let constant, let absent):
-            guard let field = StoredField.find(id, in: bytes, recordLength: recordLength) else { return nil }
-            return field.compare(comparison, constant, absent: absent)
-        case .startsWith(let id, let prefix, let absent):
-            // A plain string field is compared where the walk found it.
             let location = StoredField.locatePlain(id, in: bytes, recordLength: recordLength)
-            if location.offset >= 0, location.tag == ValueTag.string.rawValue, let base = bytes.baseAddress,
-               let (length, start) = RecordCodec.plainVarint(base, end: location.offset &+ location.count, at: location.offset) {
-                return StoredField.startsWith(UnsafeRawBufferPointer(start: base + start, count: Int(length)), prefix)
-            }
-            guard let field = StoredField.find(id, in: bytes, recordLength: recordLength) else { return nil }
-            return field.startsWith(prefix, absent: absent)
+            return Self.compare(bytes, recordLength: recordLength, id: id, comparison, constant, absent: absent, location: location)
+        case .startsWith(let id, let prefix, let absent):
+            let location = StoredField.locatePlain(id, in: bytes, recordLength: recordLength)
+            return Self.startsWith(bytes, recordLength: recordLength, id: id, prefix: prefix, absent: absent, location: location)
         default: return nil
         }
     }
@@ -199,7 +216,12 @@ enum StoredField {
     /// skips, which decoding checks.
     @inline(always)
     static func find(_ id: UInt32, in bytes: UnsafeRawBufferPointer, recordLength: Int) -> StoredField? {
-        let location = locatePlain(id, in: bytes, recordLength: recordLength)
+        find(id, in: bytes, recordLength: recordLength, location: locatePlain(id, in: bytes, recordLength: recordLength))
+    }
+
+    /// `find`, where `locatePlain` answered `location`.
+    @inline(always)
+    static func find(_ id: UInt32, in bytes: UnsafeRawBufferPointer, recordLength: Int, location: PlainFieldLocation) -> StoredField? {
         if location.offset >= 0, let tag = ValueTag(rawValue: location.tag), let base = bytes.baseAddress {
             return .present(tag: tag, payload: UnsafeRawBufferPointer(start: base + location.offset, count: location.count))
         }
@@ -510,7 +532,7 @@ extension Value {
 /// (a valid tag, never null or references), or an `offset` below zero — `absent` (the record
 /// has no such field) or `unsure` (not a plain record: walk it carefully). Three words,
 /// returned in registers.
-struct PlainFieldLocation {
+struct PlainFieldLocation: Equatable {
     var tag: UInt8
     var offset: Int
     var count: Int

@@ -507,6 +507,21 @@ enum DecoderCatalog {
                     }
                 }
             }
+            // A scan's session, having learned the record's shape: the same answers on the
+            // record and on cuts of it (`FieldShape` reads their bytes with the shape's).
+            for id: UInt32 in [1, 2, 3, 4, 5, 6, 7] {
+                for condition in [RecordCondition.startsWith(attributeID: id, prefix: Array("a".utf8), absent: nil),
+                                  .compare(attributeID: id, .less, .int(2), absent: .int(0))] {
+                    var session = RecordFilter(condition).session()
+                    for cut in [whole.count, whole.count, whole.count - 1, whole.count / 2, min(whole.count, 3)] where cut >= 0 {
+                        let bytes = UnsafeRawBufferPointer(rebasing: whole[0..<cut])
+                        let answer = session.evaluate(bytes), expected = condition.evaluate(bytes)
+                        guard answer == expected else {
+                            return "session for \(condition) on \(cut) of \(whole.count) bytes: \(String(describing: answer)), evaluate \(String(describing: expected))"
+                        }
+                    }
+                }
+            }
             // Typed decoding's walk: the same spans, or the same error.
             let ids: [UInt32] = [0, 1, 2, 3, 4, 5, 6, 7, 127, 200]
             func spans(_ locate: (UnsafeMutablePointer<FieldSpan>) throws(FormatError) -> Void) -> String {

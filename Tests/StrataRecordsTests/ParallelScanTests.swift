@@ -82,7 +82,7 @@ import StrataTestSupport
             let reader = RecordTreeReader(snapshot: snapshot, root: root, cache: cache)
             for (id, _) in records.prefix(threads * 200) where id % 3 == 0 { _ = try reader.get(id); _ = try reader.get(id) }
             var delivered: [Delivered] = []
-            try reader.scanFiltered(threads: threads, filter: Self.filter) { id, bytes, decided in
+            try reader.scanFiltered(threads: threads, filter: RecordFilter(Self.filter)) { id, bytes, decided in
                 delivered.append(Delivered(id: id, bytes: Array(bytes), decided: decided))
                 return true
             }
@@ -90,7 +90,7 @@ import StrataTestSupport
             // Stopping: the body sees exactly the records up to the one it stopped at.
             for stop in [0, 1, 57, expected.count / 2, expected.count - 1] {
                 var seen: [UInt64] = []
-                try reader.scanFiltered(threads: threads, filter: Self.filter) { id, _, _ in
+                try reader.scanFiltered(threads: threads, filter: RecordFilter(Self.filter)) { id, _, _ in
                     seen.append(id)
                     return seen.count <= stop
                 }
@@ -141,7 +141,7 @@ import StrataTestSupport
                 let cache = NodeCache(budget: 1 << 20)
                 let reader = RecordTreeReader(snapshot: snapshot, root: root, cache: cache)
                 var delivered: [Delivered] = []
-                try reader.scanFiltered(threads: threads, filter: Self.digitFilter, prefixFilter: Self.digitPrefixFilter,
+                try reader.scanFiltered(threads: threads, filter: RecordFilter(Self.digitFilter), prefixFilter: Self.digitPrefixFilter,
                                         readsAccepted: readsAccepted) { id, bytes, decided in
                     delivered.append(Delivered(id: id, bytes: Array(bytes), decided: decided))
                     return true
@@ -184,7 +184,7 @@ import StrataTestSupport
             var seen: [UInt64] = []
             let reader = RecordTreeReader(snapshot: snapshot, root: root, cache: NodeCache(budget: 1 << 20))
             #expect("seed \(seed), \(threads) threads",
-                    performing: { try reader.scanFiltered(threads: threads, filter: Self.filter) { id, _, _ in seen.append(id); return true } },
+                    performing: { try reader.scanFiltered(threads: threads, filter: RecordFilter(Self.filter)) { id, _, _ in seen.append(id); return true } },
                     throws: { if case .corruption? = $0 as? PageLogError { return true }; return $0 is RecordTreeError })
             #expect(seen == expected, "seed \(seed), \(threads) threads: \(seen.count) records before the damage, expected \(expected.count)")
         }

@@ -508,9 +508,9 @@ public final class Context {
     /// pre-filter on a record's bytes and on an overflowed record's first bytes; without a
     /// useful condition, every record undecided and no prefix filter.
     static func scanFilters(_ condition: RecordCondition)
-        -> (@Sendable (UnsafeRawBufferPointer) -> Bool?, (@Sendable (UnsafeRawBufferPointer, Int) -> RecordCondition.PrefixAnswer)?) {
-        guard condition.isUseful else { return ({ _ in nil }, nil) }
-        return ({ condition.evaluate($0) }, { condition.evaluate(prefix: $0, recordLength: $1) })
+        -> (RecordFilter, (@Sendable (UnsafeRawBufferPointer, Int) -> RecordCondition.PrefixAnswer)?) {
+        guard condition.isUseful else { return (RecordFilter { _ in nil }, nil) }
+        return (RecordFilter(condition), { condition.evaluate(prefix: $0, recordLength: $1) })
     }
 
     /// The fewest records a tree holds for a filtered fetch to scan it on several threads
