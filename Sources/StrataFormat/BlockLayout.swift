@@ -81,21 +81,27 @@ extension FrameCodec {
                 return
             }
             let last = shape.blockCount - 1
-            let fullBound = LZ4Codec.bound(shape.blockSize)
+            let lastRaw = shape.rawLength - shape.prefixLength - last * shape.blockSize
+            let fullBound = LZ4Codec.bound(shape.blockSize), lastBound = LZ4Codec.bound(lastRaw)
+            // Each stored length is below 2^31 and checked against what is left of the payload
+            // before it is added, and the table lies within the head: the arithmetic wraps
+            // rather than checks.
+            let end = stored.count
             var position = shape.headLength
             var index = 0
             while index <= last {
-                let length = UInt32(littleEndian: (base + Self.fixedSize + index * Self.entrySize).loadUnaligned(as: UInt32.self))
+                let length = UInt32(littleEndian: base.loadUnaligned(fromByteOffset: Self.fixedSize &+ index &* Self.entrySize, as: UInt32.self))
                 let storedLength = Int(length & ~Self.rawFlag)
-                let raw = index < last ? shape.blockSize : shape.rawLength - shape.prefixLength - last * shape.blockSize
-                let possible = length & Self.rawFlag != 0 ? storedLength == raw
-                    : storedLength > 0 && storedLength <= (index < last ? fullBound : LZ4Codec.bound(raw))
-                guard possible, storedLength <= stored.count - position else {
+                let isLast = index == last
+                let possible = length & Self.rawFlag != 0 ? storedLength == (isLast ? lastRaw : shape.blockSize)
+                    : storedLength > 0 && storedLength <= (isLast ? lastBound : fullBound)
+                guard possible, storedLength <= end &- position else {
+                    let raw = isLast ? lastRaw : shape.blockSize
                     throw FormatError("LZ4 block \(index) of \(storedLength) stored bytes impossible for \(raw) bytes at payload offset \(position)",
                                       at: FrameHeader.size + Self.fixedSize + index * Self.entrySize)
                 }
-                position += storedLength
-                index += 1
+                position &+= storedLength
+                index &+= 1
             }
             guard position == stored.count else {
                 throw FormatError("LZ4 blocks end at payload offset \(position), the payload at \(stored.count)", at: FrameHeader.size)
