@@ -436,9 +436,8 @@ package struct RecordRun {
     /// the leaf). The loop of a filtered scan, which calls it for every record.
     @inline(__always)
     package func forEachRecord(_ body: (Int, UnsafeRawBufferPointer) throws -> Bool) rethrows -> Bool {
-        guard let view, count > 0, let base = view.raw.baseAddress else {
-            return try count == 0 || body(0, single.bytes)
-        }
+        guard let view else { return try count == 0 || body(0, single.bytes) }
+        guard count > 0, let base = view.raw.baseAddress else { return true }
         let dataStart = LeafNode.headerSize &+ view.count &* LeafNode.entrySize
         var start = view.startOffset(first)
         var entry = LeafNode.headerSize &+ first &* LeafNode.entrySize &+ 8
