@@ -9,7 +9,7 @@
 /// walk located the field in. A record with the same bytes there passes the walk's checks
 /// the same way, so only its payload lengths and bounds are read; any other record is walked
 /// as before, and its shape kept for the next ones. The answers are `evaluate(_:)`'s
-/// (`RecordConditionTests`, `DecoderFuzzTests`).
+/// (`RecordFilterTests`, `DecoderFuzzTests`).
 package struct RecordFilter: Sendable {
     fileprivate enum Kind: UInt8, Sendable { case function, condition, startsWith, compare }
 
