@@ -8,6 +8,8 @@ package final class RecordDefaults {
     private let ids: [UInt32]
     private let ranges: [Range<Int>]
     private let bytes: UnsafeMutableRawBufferPointer
+    /// Which ids below 128 are properties: bit `id & 63` of word `id >> 6`.
+    private let lowIDs: (UInt64, UInt64)
 
     /// Property id → the value a read gives a record lacking it (`.null`: none).
     package init(_ properties: [UInt32: Value]) {
@@ -21,6 +23,11 @@ package final class RecordDefaults {
         }
         self.ids = ids
         self.ranges = ranges
+        var lowIDs: (UInt64, UInt64) = (0, 0)
+        for id in ids where id < 128 {
+            if id < 64 { lowIDs.0 |= 1 << UInt64(id) } else { lowIDs.1 |= 1 << UInt64(id - 64) }
+        }
+        self.lowIDs = lowIDs
         bytes = .allocate(byteCount: max(1, writer.count), alignment: 1)
         writer.bytes.withUnsafeBytes { bytes.copyMemory(from: $0) }
     }
@@ -33,6 +40,13 @@ package final class RecordDefaults {
     func index(of property: UInt32, from cursor: inout Int) -> Int? {
         while cursor < ids.count && ids[cursor] < property { cursor += 1 }
         return cursor < ids.count && ids[cursor] == property ? cursor : nil
+    }
+
+    /// Whether `id` (below 128) is among the properties.
+    @inline(__always)
+    func containsLow(_ id: UInt8) -> Bool {
+        let word = id < 64 ? lowIDs.0 : lowIDs.1
+        return (word >> UInt64(id & 63)) & 1 != 0
     }
 
     /// The encoded default (tag and payload) of the property at `index`; nil: none.
@@ -140,38 +154,60 @@ package final class RecordChanges {
 
     /// Writes the update body (``updateBodySize`` bytes) at `pointer`.
     package func writeUpdateBody(to pointer: UnsafeMutableRawPointer) {
-        var sink = RecordScratch.Overwriting(base: pointer, offset: 0)
-        sink.appendVarint(UInt64(changes.count))
-        for change in changes.elements { sink.appendVarint(UInt64(change.id)) }
-        sink.appendVarint(UInt64(oldSide.recordLength))
-        writeRecord(old: true, to: &sink)
-        sink.appendVarint(UInt64(newSide.recordLength))
-        writeRecord(old: false, to: &sink)
+        let elements = changes.elements
+        var end = Self.put(varint: UInt64(elements.count), at: pointer)
+        for change in elements { end = Self.put(varint: UInt64(change.id), at: end) }
+        end = Self.put(varint: UInt64(oldSide.recordLength), at: end)
+        end = Self.putRecord(elements, old: true, holdsReferences: oldSide.holdsReferences, count: oldSide.count, at: end)
+        end = Self.put(varint: UInt64(newSide.recordLength), at: end)
+        _ = Self.putRecord(elements, old: false, holdsReferences: newSide.holdsReferences, count: newSide.count, at: end)
     }
 
     /// Writes the record of the changes' old (or new) values, those that have one: the format
-    /// (2 when a value holds references), the count, the fields.
+    /// (2 when a value holds references), the count, the fields; returns where it ends.
     @inline(__always)
-    private func writeRecord(old isOld: Bool, to sink: inout RecordScratch.Overwriting) {
-        let side = isOld ? oldSide : newSide
-        sink.append(side.holdsReferences ? RecordCodec.referencesFormat : RecordCodec.baseFormat)
-        sink.appendVarint(UInt64(side.count))
-        for change in changes.elements {
+    private static func putRecord(_ elements: UnsafeBufferPointer<Change>, old isOld: Bool, holdsReferences: Bool, count: Int,
+                                  at start: UnsafeMutableRawPointer) -> UnsafeMutableRawPointer {
+        start.storeBytes(of: holdsReferences ? RecordCodec.referencesFormat : RecordCodec.baseFormat, as: UInt8.self)
+        var end = put(varint: UInt64(count), at: start + 1)
+        for change in elements {
             let value = isOld ? change.old : change.new
-            guard value.baseAddress != nil else { continue }
-            sink.appendVarint(UInt64(change.id))
-            sink.appendShort(value)
+            guard let source = value.baseAddress else { continue }
+            end = put(varint: UInt64(change.id), at: end)
+            end = put(short: source, count: value.count, at: end)
         }
+        return end
+    }
+
+    /// Writes `value` as a varint at `start`; returns where it ends.
+    @inline(__always)
+    private static func put(varint value: UInt64, at start: UnsafeMutableRawPointer) -> UnsafeMutableRawPointer {
+        guard value >= 0x80 else {
+            start.storeBytes(of: UInt8(truncatingIfNeeded: value), as: UInt8.self)
+            return start + 1
+        }
+        var sink = RecordScratch.Overwriting(base: start, offset: 0)
+        sink.appendVarint(value)
+        return start + sink.offset
+    }
+
+    /// Copies `count` bytes (likely few: an encoded value) from `source` to `start`; returns
+    /// where they end.
+    @inline(__always)
+    private static func put(short source: UnsafeRawPointer, count: Int, at start: UnsafeMutableRawPointer) -> UnsafeMutableRawPointer {
+        var sink = RecordScratch.Overwriting(base: start, offset: 0)
+        sink.appendShort(UnsafeRawBufferPointer(start: source, count: count))
+        return start + count
     }
 
     /// The record of the changes' old (or new) values, in an array.
     private func record(old isOld: Bool) -> [UInt8] {
-        let length = (isOld ? oldSide : newSide).recordLength
-        return [UInt8](unsafeUninitializedCapacity: length) { buffer, count in
+        let side = isOld ? oldSide : newSide
+        return [UInt8](unsafeUninitializedCapacity: side.recordLength) { buffer, count in
             guard let base = buffer.baseAddress else { return }
-            var sink = RecordScratch.Overwriting(base: UnsafeMutableRawPointer(base), offset: 0)
-            writeRecord(old: isOld, to: &sink)
-            count = sink.offset
+            let start = UnsafeMutableRawPointer(base)
+            let end = Self.putRecord(changes.elements, old: isOld, holdsReferences: side.holdsReferences, count: side.count, at: start)
+            count = end - start
         }
     }
 
@@ -205,19 +241,22 @@ package final class RecordChanges {
         let count = old.load(fromByteOffset: 1, as: UInt8.self)
         guard old.load(as: UInt8.self) == RecordCodec.baseFormat, new.load(as: UInt8.self) == RecordCodec.baseFormat,
               count < 0x80, new.load(fromByteOffset: 1, as: UInt8.self) == count else { return nil }
-        var oldPosition = 2, newPosition = 2, previous: UInt32 = 0, k = 0
-        for index in 0..<Int(count) {
+        // `least`: the smallest id the next field may have (ids ascend; the first may be 0).
+        var oldPosition = 2, newPosition = 2, least: UInt8 = 0, left = count
+        // The changed values' bytes (tags and payloads) on each side.
+        var oldBytes = 0, newBytes = 0
+        while left != 0 {
+            left &-= 1
             guard storedEnd &- oldPosition >= 2, writtenEnd &- newPosition >= 2 else { return nil }
-            let id = UInt32(old.load(fromByteOffset: oldPosition, as: UInt8.self))
+            let id = old.load(fromByteOffset: oldPosition, as: UInt8.self)
             let oldTag = old.load(fromByteOffset: oldPosition &+ 1, as: UInt8.self)
             let newTag = new.load(fromByteOffset: newPosition &+ 1, as: UInt8.self)
-            // The first field may have id 0; every later one a greater id than the one before.
-            guard id < 0x80, id == UInt32(new.load(fromByteOffset: newPosition, as: UInt8.self)), id > previous || index == 0,
+            guard id < 0x80, id >= least, id == new.load(fromByteOffset: newPosition, as: UInt8.self),
                   let (oldNext, oldASCII) = Self.plainValueEnd(old, end: storedEnd, tag: oldTag, at: oldPosition &+ 2),
                   let (newNext, newASCII) = Self.plainValueEnd(new, end: writtenEnd, tag: newTag, at: newPosition &+ 2) else { return nil }
+            least = id &+ 1
             let oldValue = UnsafeRawBufferPointer(start: old + (oldPosition &+ 1), count: oldNext &- oldPosition &- 1)
             let newValue = UnsafeRawBufferPointer(start: new + (newPosition &+ 1), count: newNext &- newPosition &- 1)
-            previous = id
             oldPosition = oldNext
             newPosition = newNext
             if oldValue.count == newValue.count && RecordCodec.bytesEqual(oldValue, newValue) { continue }
@@ -225,11 +264,20 @@ package final class RecordChanges {
             // ASCII, that Swift compares equal.
             if oldTag == ValueTag.string.rawValue, newTag == oldTag, !(oldASCII && newASCII),
                RecordCodec.encodedValuesEqual(oldValue, newValue) { continue }
-            if let defaults, defaults.index(of: id, from: &k) == nil { continue }  // not a property of the version
-            add(id, old: oldValue, new: newValue)
+            if let defaults, !defaults.containsLow(id) { continue }  // not a property of the version
+            changes.append(Change(id: UInt32(id), old: oldValue, new: newValue))
+            oldBytes &+= oldValue.count
+            newBytes &+= newValue.count
         }
         guard oldPosition == storedEnd, newPosition == writtenEnd else { return nil }
-        return changes.count > 0
+        // Every change has a value on both sides, none holding references (plain values), and
+        // an id of one byte.
+        let changed = changes.count
+        guard changed > 0 else { return false }
+        idBytes = changed
+        oldSide = Side(count: changed, fieldBytes: changed &+ oldBytes, holdsReferences: false)
+        newSide = Side(count: changed, fieldBytes: changed &+ newBytes, holdsReferences: false)
+        return true
     }
 
     /// `RecordCodec.plainValue` for `compareAligned`, which needs only where the value ends:
