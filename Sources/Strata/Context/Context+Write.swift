@@ -69,6 +69,34 @@ extension Context {
         case last(FlushState?, (RecordTransaction) throws -> Void)
     }
 
+    /// Calls `body` with each of `changes` in ascending id order: the table walked once (no
+    /// lookup per id), then ordered. The ids a context changes are often dense (a migration
+    /// closure's enumeration, inserts of fresh ids): when they span at most four times their
+    /// number, each is placed by id in a table of the span and the table read in order (linear
+    /// time); otherwise they are sorted.
+    static func forEachAscending(_ changes: [UInt64: Change], _ body: (UInt64, Change) throws -> Void) rethrows {
+        var entries: [(id: UInt64, change: Change)] = []
+        entries.reserveCapacity(changes.count)
+        var low = UInt64.max, high: UInt64 = 0
+        for (id, change) in changes {
+            entries.append((id, change))
+            low = min(low, id)
+            high = max(high, id)
+        }
+        let count = entries.count
+        if count > 1 && count < Int(Int32.max) && high - low < UInt64(count) &* 4 {
+            var slots = [Int32](repeating: -1, count: Int(high - low) + 1)
+            for index in entries.indices { slots[Int(entries[index].id - low)] = Int32(truncatingIfNeeded: index) }
+            for slot in slots where slot >= 0 {
+                let entry = entries[Int(slot)]
+                try body(entry.id, entry.change)
+            }
+            return
+        }
+        entries.sort { $0.id < $1.id }
+        for entry in entries { try body(entry.id, entry.change) }
+    }
+
     /// Writes `changes` in one record-store transaction (relationships maintained, unique
     /// values checked: see ``save()``).
     /// Returns, for a flush, the closure's journal counts with this flush's added.
@@ -115,16 +143,14 @@ extension Context {
                 graph.reserveUpserts(changes.values.reduce(0) { $0 + $1.count })
                 // In the order the trees are written (per entity: updates, then inserts, each by
                 // id), so the graph's sort finds its input sorted.
-                // (The identifiers are sorted, not the changes: no copy of each.)
                 for entityID in changes.keys.sorted() {
                     guard let entityChanges = changes[entityID] else { continue }
                     var inserts: [(id: UInt64, bytes: [UInt8])] = []
-                    for id in entityChanges.keys.sorted() {
-                        switch entityChanges[id] {
-                        case .upsert(let bytes, true)?: inserts.append((id, bytes))
-                        case .upsert(let bytes, false)?: graph.stageUpsert(entityID: entityID, id: id, bytes: bytes, isNew: false)
-                        case .delete?: graph.stageDelete(entityID: entityID, id: id)
-                        case nil: break
+                    Self.forEachAscending(entityChanges) { id, change in
+                        switch change {
+                        case .upsert(let bytes, true): inserts.append((id, bytes))
+                        case .upsert(let bytes, false): graph.stageUpsert(entityID: entityID, id: id, bytes: bytes, isNew: false)
+                        case .delete: graph.stageDelete(entityID: entityID, id: id)
                         }
                     }
                     for insert in inserts { graph.stageUpsert(entityID: entityID, id: insert.id, bytes: insert.bytes, isNew: true) }
