@@ -55,6 +55,21 @@ package final class PageLogTransaction {
         pipelineThreshold = 0
     }
 
+    /// Makes the rest of this transaction's page writes build their frames on the calling
+    /// thread, after the frames in flight: for the burst of pages a commit writes at its end,
+    /// which the caller has nothing else to do meanwhile, and which a worker on another core
+    /// would compress from cache lines this thread just wrote. Not for a transaction that
+    /// pipelines every page (`pipelinesEveryPage`: a migration's batches, the deferred
+    /// compression pass), whose writes are all such bursts. The same bytes either way
+    /// (invariant 17).
+    package func buildsRemainingFramesHere() throws {
+        guard usesPipeline, pipelineThreshold != .max, pipelineThreshold != 0 else { return }
+        try drainPipeline()
+        // The worker stopped, as at the end of a transaction that used it.
+        if pageWrites > pipelineThreshold { log.framePipeline.waitUntilIdle() }
+        pipelineThreshold = .max
+    }
+
     init(log: PageLog, writer: LogWriter, lsn: UInt64) {
         self.log = log
         self.writer = writer

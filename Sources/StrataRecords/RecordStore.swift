@@ -289,6 +289,9 @@ package final class RecordTransaction {
     }
 
     func finish() throws {
+        // The dirty nodes written below, and the root: on this thread (a migration closure's
+        // flush, whose leaves are stored uncompressed, keeps the pipeline for the rest).
+        if !defersLeafCompression { try transaction.buildsRemainingFramesHere() }
         var recordsChanged = false
         for (entityID, tree) in trees.sorted(by: { $0.key < $1.key }) {
             let treeRoot = try tree.finish()

@@ -48,11 +48,15 @@ import StrataTestSupport
                     }
                     let durable = Int.random(in: 0..<4, using: &random) == 0
                     let abort = Int.random(in: 0..<8, using: &random) == 0
+                    // Where the rest of the transaction builds its frames on its own thread (as a
+                    // commit's last writes do), if it gets that far.
+                    let buildsHereAt = Int.random(in: 0...90, using: &random)
                     var next = current
                     var problems: [String] = []
                     do {
                         try log.write(durability: durable ? .durable : .relaxed) { txn in
                             for operation in 0..<Int.random(in: 0...60, using: &random) {
+                                if operation == buildsHereAt { try txn.buildsRemainingFramesHere() }
                                 let existing = next.keys.sorted()
                                 switch Int.random(in: 0..<20, using: &random) {
                                 case 0..<7:
