@@ -101,6 +101,31 @@ struct LeafNode: Equatable {
         ends.remove(at: index)
     }
 
+    /// How many of the first records, all but the last at most, fit after `size` encoded bytes
+    /// (a leaf's: `encodedSize`) without passing `maximum`.
+    func prefixCount(fittingAfter size: Int, maximum: Int) -> Int {
+        var size = size, fitting = 0
+        while fitting < ids.count - 1 {
+            let grown = size + Self.entrySize + end(fitting) - start(fitting)
+            guard grown <= maximum else { break }
+            size = grown
+            fitting += 1
+        }
+        return fitting
+    }
+
+    /// Removes the first `count` records (0 ≤ count ≤ `self.count`).
+    mutating func removeFirst(_ count: Int) {
+        guard count > 0 else { return }
+        let base = end(count - 1)
+        ids.removeFirst(count)
+        ends.removeFirst(count)
+        data.removeFirst(base)
+        // The flag bit is above any offset: subtracting leaves it as it is.
+        let shift = UInt32(base)
+        ends.withUnsafeMutableBufferPointer { for index in $0.indices { $0[index] &-= shift } }
+    }
+
     /// Moves the upper half (by bytes) into a new leaf and returns it.
     mutating func splitOff() -> LeafNode {
         var splitAt = 1

@@ -7,13 +7,30 @@ extension RecordTreeWriter {
     /// The leaf that holds (or would hold) `id`, the interior path to it, and the first id
     /// past the leaf's range (nil for the last leaf of the tree).
     func findLeaf(_ id: UInt64) throws -> (path: [(UInt64, Int)], leafID: UInt64, leaf: Leaf, high: UInt64?) {
+        let found = try findLeafRange(id)
+        return (found.path, found.leafID, found.leaf, found.high)
+    }
+
+    /// A leaf found for an id: the interior path to it and the range of ids it covers.
+    struct LeafRange {
+        var path: [(UInt64, Int)]
+        var leafID: UInt64
+        var leaf: Leaf
+        /// The first id of its range.
+        var low: UInt64
+        /// The first id past its range (nil for the last leaf of the tree).
+        var high: UInt64?
+    }
+
+    /// `findLeaf` with the leaf's whole range.
+    func findLeafRange(_ id: UInt64) throws -> LeafRange {
         if let hint, id >= hint.low, hint.high.map({ id < $0 }) ?? true {
-            return (hint.path, hint.leaf, hint.node, hint.high)
+            return LeafRange(path: hint.path, leafID: hint.leaf, leaf: hint.node, low: hint.low, high: hint.high)
         }
         let (path, leafID, low, high) = try descend(to: id)
         let leaf = try loadLeaf(leafID)
         hint = (leafID, leaf, path, low, high)
-        return (path, leafID, leaf, high)
+        return LeafRange(path: path, leafID: leafID, leaf: leaf, low: low, high: high)
     }
 
     /// `findLeaf` without the interior path, for a caller that needs it only when the leaf

@@ -94,25 +94,27 @@ package final class RecordTreeWriter {
     /// Replaces existing records, record `i` having id `id(i)` and new bytes `bytes(i)` for `i`
     /// in `0..<count`, ids strictly ascending: the same as `update(_:bytes:)` for each in turn —
     /// the same records, the same journal summary — but the records of one leaf are replaced in
-    /// one pass over it (not each moving the bytes after it), and a leaf that outgrew its page
-    /// is split after. Returns the id of the first record that does not exist, or nil; the records of
-    /// earlier leaves are then replaced, those of its leaf may not be, and the transaction is
-    /// to be abandoned.
+    /// one pass over it (not each moving the bytes after it), and the leaves rebuilt are packed
+    /// (`replaceInOnePass`). Returns the id of the first record that does not exist, or nil; the
+    /// records of earlier leaves are then replaced, those of its leaf may not be, and the
+    /// transaction is to be abandoned.
     ///
     /// Records go through `update(_:bytes:)` one by one instead when the tree keeps indexes or
     /// journals each change (both need every old record), or when a record of the leaf
     /// overflows, before or after.
     package func update(count: Int, id: (Int) -> UInt64, bytes: (Int) -> [UInt8]) throws -> UInt64? {
         var index = 0
+        var packing: Packing?
         while index < count {
             let first = id(index)
             var end = index + 1
             if indexes == nil, journal?.summarizes ?? true, root.rootPageID != 0 {
-                let (_, leafID, leaf, high) = try findLeaf(first)
-                while end < count, high.map({ id(end) < $0 }) ?? true { end += 1 }
+                let leaf = try findLeafRange(first)
+                while end < count, leaf.high.map({ id(end) < $0 }) ?? true { end += 1 }
                 if end - index > 1 {
-                    switch try replaceInOnePass(index..<end, in: leafID, leaf, high: high, id: id, bytes: bytes) {
-                    case .replaced:
+                    switch try replaceInOnePass(index..<end, in: leaf, after: packing, id: id, bytes: bytes) {
+                    case .replaced(let last):
+                        packing = last
                         index = end
                         continue
                     case .missing(let missing):
@@ -122,21 +124,36 @@ package final class RecordTreeWriter {
                     }
                 }
             }
+            packing = nil
             for one in index..<end where try !update(id(one), bytes: bytes(one)) { return id(one) }
             index = end
         }
         return nil
     }
 
-    private enum OnePass { case replaced, missing(UInt64), overflows }
+    /// The last leaf a batch of updates rebuilt (`replaceInOnePass`), which may take records
+    /// from the front of the next leaf the batch rebuilds, when that leaf follows it.
+    private struct Packing {
+        var leafID: UInt64
+        /// The first id past its range (nil: none, the tree's last leaf).
+        var high: UInt64?
+    }
 
-    /// `update(count:id:bytes:)` for records `range`, all in leaf `leafID` (which covers the ids
-    /// below `high`; nil: every id after its first): the leaf rebuilt with their bytes in one
-    /// pass, then split while it passes `maximumNodeSize`. Changes nothing when a record lacks
-    /// (`.missing`) or one overflows, stored or new (`.overflows`).
-    private func replaceInOnePass(_ range: Range<Int>, in leafID: UInt64, _ leaf: Leaf, high: UInt64?,
+    private enum OnePass { case replaced(Packing), missing(UInt64), overflows }
+
+    /// `update(count:id:bytes:)` for records `range`, all in `leaf`: the leaf rebuilt with their
+    /// bytes in one pass, then packed. When the leaf rebuilt before it in the batch (`previous`)
+    /// is its left neighbor, still held modified and not full, the leaf's first records move
+    /// into it, as many as fit (the separator between the two rises to the first record left);
+    /// then, while the leaf passes `maximumNodeSize`, it keeps the records that fit and the rest
+    /// go to a new leaf after it. Records that grow (a migration filling new attributes) so
+    /// leave full leaves, as a transform's sequential inserts do, where splitting each grown
+    /// leaf in halves left about 1.6 leaves for every one. Returns the last leaf written.
+    /// Changes nothing when a record lacks (`.missing`) or one overflows, stored or new
+    /// (`.overflows`).
+    private func replaceInOnePass(_ range: Range<Int>, in found: LeafRange, after previous: Packing?,
                                   id: (Int) -> UInt64, bytes: (Int) -> [UInt8]) throws -> OnePass {
-        let old = leaf.node
+        let old = found.leaf.node
         var new = LeafNode()
         new.ids.reserveCapacity(old.count)
         new.ends.reserveCapacity(old.count)
@@ -160,30 +177,39 @@ package final class RecordTreeWriter {
         }
         new.append(next..<old.count, of: old)
         if let journal { for changed in changedIDs { journal.recordSummarizedUpdate(entityID: entityID, id: changed) } }
+        if let previous, previous.high == found.low, case .leaf(let left)? = nodes.dirtyNode(previous.leafID) {
+            let moving = new.prefixCount(fittingAfter: left.node.encodedSize, maximum: options.maximumNodeSize)
+            if moving > 0 {
+                try raiseSeparator(to: new.ids[moving], path: found.path)
+                left.node.append(0..<moving, of: new)
+                new.removeFirst(moving)
+                hint = nil
+            }
+        }
+        var leafID = found.leafID, leaf = found.leaf, path = found.path
         leaf.node = new
         markDirty(leafID, .leaf(leaf))
-        if new.encodedSize > options.maximumNodeSize && new.count > 1 { try splitUntilItFits(from: new.ids[0], below: high) }
+        while leaf.node.encodedSize > options.maximumNodeSize && leaf.node.count > 1 {
+            let right = leaf.node.splitOff(at: max(1, leaf.node.prefixCount(fittingAfter: LeafNode.headerSize, maximum: options.maximumNodeSize)))
+            try addRightLeaf(right, after: leafID, path: path, writingLeft: false)
+            let next = try findLeafRange(right.ids[0])
+            (leafID, leaf, path) = (next.leafID, next.leaf, next.path)
+        }
         if nodes.isOverBudget { try writeDirtyNodes() }
-        return .replaced
+        return .replaced(Packing(leafID: leafID, high: found.high))
     }
 
-    /// Splits the leaf whose first id is `first` — and the leaves split from it, up to `bound`
-    /// (the first id past the leaf's range; nil: none) — until each fits in `maximumNodeSize`
-    /// or holds one record: each split moves the upper half of a leaf, by bytes, to a new leaf
-    /// after it.
-    private func splitUntilItFits(from first: UInt64, below bound: UInt64?) throws {
-        var id = first
-        while true {
-            let (path, leafID, leaf, high) = try findLeaf(id)
-            if leaf.node.encodedSize > options.maximumNodeSize && leaf.node.count > 1 {
-                let right = leaf.node.splitOff()
-                markDirty(leafID, .leaf(leaf))
-                try addRightLeaf(right, after: leafID, path: path, writingLeft: false)
-                continue  // the lower half again
-            }
-            guard let next = high, bound.map({ next < $0 }) ?? true else { return }
-            id = next
+    /// Raises the separator before the leaf reached by `path` (not the tree's first leaf) to
+    /// `id`: the interior node where that leaf's path parts from its left neighbor's holds it.
+    /// `id` must lie above every id left in the neighbor and at or below the leaf's first.
+    private func raiseSeparator(to id: UInt64, path: [(UInt64, Int)]) throws {
+        for (pageID, childIndex) in path.reversed() where childIndex > 0 {
+            let interior = try loadInterior(pageID)
+            interior.node.firstIDs[childIndex] = id
+            markDirty(pageID, .interior(interior))
+            return
         }
+        throw RecordTreeError.corruptNode(pageID: root.rootPageID, reason: "no leaf before the one holding id \(id)")
     }
 
     /// Inserts or replaces.

@@ -23,6 +23,9 @@ struct TreeNodes<Node> {
     /// The node held for `pageID`, modified or not.
     func node(_ pageID: UInt64) -> Node? { dirty[pageID] ?? clean[pageID] }
 
+    /// The node held for `pageID` if it is modified (not yet written).
+    func dirtyNode(_ pageID: UInt64) -> Node? { dirty[pageID] }
+
     /// Whether the modified nodes passed the budget and should be written early.
     var isOverBudget: Bool { dirtyBytes > budget }
 
