@@ -54,7 +54,8 @@ extension Context {
             let record = try decodeRecord(Record.self, from: bytes)
             if decided == nil, let predicate = descriptor.predicate, try !predicate.evaluate(record) { return true }
             if skip > 0 { skip -= 1; return true }
-            try block(Identified(id: RecordID(rawValue: id), record: record))
+            // Moved into the pair, not copied (a copy retains and releases each of its strings).
+            try block(Identified(id: RecordID(rawValue: id), record: consume record))
             remaining -= 1
             return remaining > 0
         }
