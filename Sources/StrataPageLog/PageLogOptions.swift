@@ -90,6 +90,14 @@ package struct Page: Sendable, Equatable {
     /// The LSN of the transaction that wrote this image.
     package var lsn: UInt64
     package var bytes: [UInt8]
+
+    package init(id: UInt64, entityID: UInt32, schemaVersion: UInt32, lsn: UInt64, bytes: [UInt8]) {
+        self.id = id
+        self.entityID = entityID
+        self.schemaVersion = schemaVersion
+        self.lsn = lsn
+        self.bytes = bytes
+    }
 }
 
 /// What opening a store found.

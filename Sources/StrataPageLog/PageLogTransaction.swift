@@ -12,6 +12,9 @@ package final class PageLogTransaction {
     package let lsn: UInt64
     /// Page id → new location (`.none` when freed), for pages this transaction changed.
     private var changes: [UInt64: PageLocation] = [:]
+    /// Page images a reader kept (`SequentialPageReader`), which `read` takes instead of
+    /// reading their frames again (nil: none).
+    package var pageImages: PageImages?
     private var frameCount: UInt32 = 0
     private var reusedPageIDs: [UInt64] = []
     private let startNextPageID: UInt64
@@ -291,6 +294,9 @@ package final class PageLogTransaction {
     package func read(_ pageID: UInt64, mapped: Bool = true) throws -> Page? {
         try checkOpen()
         try drainPipeline(beforeReading: pageID)
+        if let pageImages, let image = pageImages.take(pageID, at: try changes[pageID] ?? writer.table.location(of: pageID)) {
+            return image  // the frame there, verified and decompressed by a reader a moment ago
+        }
         guard let (location, file) = try currentFrame(of: pageID) else { return nil }
         return try PageLog.readPage(pageID, at: location, in: file, mapped: mapped)
     }

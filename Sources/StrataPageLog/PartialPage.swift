@@ -150,7 +150,7 @@ extension Snapshot {
     /// generic: no type metadata per call on the point-read path.)
     /// - Throws: `PageLogError.corruption` when the frame fails verification; I/O errors.
     func withVerifiedFrame(_ pageID: UInt64, mapped: Bool = true, window: ReadWindow? = nil, headOnly: Bool = false,
-                           _ body: (FrameHeader, UnsafeRawBufferPointer, _ path: String, _ offset: UInt64) throws -> Void) throws -> Bool {
+                           _ body: (FrameHeader, UnsafeRawBufferPointer, _ path: String, _ location: PageLocation) throws -> Void) throws -> Bool {
         let location = try table.location(of: pageID)
         guard !location.isNone else { return false }
         let segment = UInt64(location.segment)
@@ -168,7 +168,7 @@ extension Snapshot {
             func verify(_ raw: UnsafeRawBufferPointer) throws {
                 let (header, stored) = try PageLog.verifiedFrame(raw, path: path, offset: offset, headOnly: headOnly)
                 try PageLog.checkPageFrame(header, pageID: pageID, location: location, path: path)
-                try body(header, stored, path, offset)
+                try body(header, stored, path, location)
             }
             if mapped && mayMap(location) { return try file.withBytes(at: offset, count: Int(location.length), verify) }
             if let window { return try window.withBytes(file, segment: segment, offset: offset, count: Int(location.length), verify) }
@@ -188,8 +188,9 @@ extension Snapshot {
     /// not stay mapped into the process (a large record read once).
     /// - Throws: `PageLogError.corruption` when the frame fails verification; I/O errors.
     package func withPayload(_ pageID: UInt64, mapped: Bool = true, _ body: (UnsafeRawBufferPointer) throws -> Void) throws -> Bool {
-        try withVerifiedFrame(pageID, mapped: mapped) { header, stored, path, offset in
+        try withVerifiedFrame(pageID, mapped: mapped) { header, stored, path, location in
             guard header.codec != .none else { return try body(stored) }
+            let offset = UInt64(location.offset)
             try withUnsafeTemporaryAllocation(byteCount: Int(header.rawLength), alignment: 8) { buffer in
                 do { try FrameCodec.decompress(header, stored: stored, into: buffer) } catch let error as FormatError {
                     throw PageLogError.corrupt(path, offset, error)
@@ -207,7 +208,8 @@ extension Snapshot {
     /// whose pages should not stay mapped into the process.
     /// - Throws: `PageLogError.corruption` when the frame fails verification; I/O errors.
     package func withPartialPage(_ pageID: UInt64, mapped: Bool = true, _ body: (inout PartialPage) throws -> Void) throws -> Bool {
-        try withVerifiedFrame(pageID, mapped: mapped, headOnly: true) { header, stored, path, offset in
+        try withVerifiedFrame(pageID, mapped: mapped, headOnly: true) { header, stored, path, location in
+            let offset = UInt64(location.offset)
             try log.partialPageScratch.with(byteCount: header.codec != .none ? Int(header.rawLength) : 0) { buffer in
                 var page: PartialPage
                 do { page = try PartialPage(header: header, stored: stored, buffer: buffer, path: path, offset: offset) } catch let error as FormatError {

@@ -18,11 +18,15 @@ package final class SequentialPageReader {
     private var payload = UnsafeMutableRawBufferPointer(start: nil, count: 0)
     /// Frames read ahead, when not mapped.
     private let window: ReadWindow?
+    /// Where the images of the pages read are kept, for a write transaction that reads them
+    /// again soon after (nil: none kept).
+    package let images: PageImages?
 
-    /// A reader of `snapshot`'s pages.
-    package init(_ snapshot: Snapshot, mapped: Bool = true) {
+    /// A reader of `snapshot`'s pages, keeping their images in `images` when given.
+    package init(_ snapshot: Snapshot, mapped: Bool = true, keepingImagesIn images: PageImages? = nil) {
         self.snapshot = snapshot
         self.mapped = mapped
+        self.images = images
         window = mapped ? nil : ReadWindow()
     }
 
@@ -35,9 +39,10 @@ package final class SequentialPageReader {
         // Not generic: called from another module, a generic one looked up `Optional<T>`'s
         // metadata twice a page (2 % of a filtered scan).
         var result: Bool?
-        let present = try snapshot.withVerifiedFrame(pageID, mapped: mapped, window: window) { header, stored, path, offset in
+        let present = try snapshot.withVerifiedFrame(pageID, mapped: mapped, window: window) { header, stored, path, location in
             switch header.codec {
             case .none:
+                images?.keep(stored, id: pageID, header: header, at: location)
                 result = try body(stored)
             case .lz4, .lz4Halves, .lz4Blocks:
                 let rawLength = Int(header.rawLength)
@@ -47,8 +52,9 @@ package final class SequentialPageReader {
                 }
                 let destination = UnsafeMutableRawBufferPointer(rebasing: payload[0..<rawLength])
                 do { try FrameCodec.decompress(header, stored: stored, into: destination) } catch let error as FormatError {
-                    throw PageLogError.corrupt(path, offset, error)
+                    throw PageLogError.corrupt(path, UInt64(location.offset), error)
                 }
+                images?.keep(UnsafeRawBufferPointer(destination), id: pageID, header: header, at: location)
                 result = try body(UnsafeRawBufferPointer(destination))
             }
         }

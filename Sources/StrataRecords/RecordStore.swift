@@ -170,6 +170,13 @@ package final class RecordTransaction {
     /// (`RecordTreeWriter.mappedReads`); false for a migration closure's flushes, which read a
     /// whole store once and should not leave it mapped into the process.
     package var mappedReads = true
+    /// Page images a reader kept, which this transaction's reads take instead of reading their
+    /// frames again (`PageLogTransaction.pageImages`): a migration closure's flush rewrites
+    /// the leaves its enumeration just read.
+    package var pageImages: PageImages? {
+        get { transaction.pageImages }
+        set { transaction.pageImages = newValue }
+    }
     /// Whether the record trees this transaction opens store the leaves they write
     /// uncompressed, their entities flagged for the background pass that compresses them
     /// (invariant 29) — as a migration's shadow trees do, when the store defers a migration's

@@ -231,8 +231,11 @@ package struct RecordTreeReader: Sendable {
     ///
     /// `mapped` false reads leaves with `pread` instead of through the memory map: one pass over
     /// a whole store (a migration) then leaves nothing of it mapped into the process.
-    package func scan(from start: UInt64 = 0, mapped: Bool = true, _ body: (UInt64, UnsafeRawBufferPointer) throws -> Bool) throws {
-        try scanRuns(from: start, mapped: mapped) { run in
+    /// `images`, when given, keeps the images of the leaves read, for a write transaction that
+    /// rewrites them soon after (`PageLogTransaction.pageImages`).
+    package func scan(from start: UInt64 = 0, mapped: Bool = true, keepingImagesIn images: PageImages? = nil,
+                      _ body: (UInt64, UnsafeRawBufferPointer) throws -> Bool) throws {
+        try scanRuns(from: start, mapped: mapped, keepingImagesIn: images) { run in
             for index in 0..<run.count where try !body(run.id(index), run.bytes(index)) { return false }
             return true
         }
@@ -241,9 +244,10 @@ package struct RecordTreeReader: Sendable {
     /// `scan`, a run of consecutive records at a time: each leaf's records from `start` on, in
     /// place — an overflowed record assembled, as a run of its own — until `body` returns false.
     /// For callers that copy many records at once (a migration's batch).
-    package func scanRuns(from start: UInt64 = 0, mapped: Bool = true, _ body: (RecordRun) throws -> Bool) throws {
+    package func scanRuns(from start: UInt64 = 0, mapped: Bool = true, keepingImagesIn images: PageImages? = nil,
+                          _ body: (RecordRun) throws -> Bool) throws {
         guard root.rootPageID != 0 else { return }
-        try scanRuns(from: start, pages: SequentialPageReader(snapshot, mapped: mapped), body)
+        try scanRuns(from: start, pages: SequentialPageReader(snapshot, mapped: mapped, keepingImagesIn: images), body)
     }
 
     /// `scanRuns` reading pages through `pages` (a reader of this reader's snapshot).

@@ -42,6 +42,8 @@ struct StreamProbe {
     var mostUnsaved = 0
     var flushLimit: Int?
     var flushes = 0
+    /// Leaf images the flushes took from the enumeration's reads (`Context.stageImagesTaken`).
+    var imagesTaken = 0
     /// didMigrate throws when it reaches this age.
     var failingAge: Int?
     /// Records didMigrate visited more than once, or visited after deleting them.
@@ -108,8 +110,8 @@ enum StreamPlan: SchemaMigrationPlan {
                 withStreamProbe { $0.enumerateDiffers = true }
             }
             try context.save()
-            let flushes = context.stageFlushCount
-            withStreamProbe { $0.flushes = flushes }
+            let flushes = context.stageFlushCount, taken = context.stageImagesTaken
+            withStreamProbe { $0.flushes = flushes; $0.imagesTaken = taken }
         })]
     }
 
@@ -354,6 +356,8 @@ enum AheadPlan: SchemaMigrationPlan {
         #expect(!probe.enumerateDiffers)
         #expect(probe.flushLimit == 100)
         #expect(probe.flushes >= 9, "\(probe.flushes) flushes")
+        // The flushes rewrote leaves the enumeration had just read: they took their images.
+        #expect(probe.imagesTaken >= probe.flushes, "\(probe.imagesTaken) leaf images taken")
         // Memory is bounded by the flush, not the store: never more unsaved changes than the bound.
         #expect(probe.mostUnsaved < 100 && probe.mostUnsaved > 50, "\(probe.mostUnsaved) unsaved changes")
         let people = try Context(store).fetch(FetchDescriptor<StreamV2.Person>())

@@ -3,6 +3,7 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
+import StrataPageLog
 import StrataRecords
 import StrataSchema
 
@@ -113,7 +114,7 @@ extension Context {
         while true {
             var generation = changeGeneration
             watch.staleUpTo = 0
-            try stretch.read(in: try readSnapshot(), after: max(cursor, readUpTo), into: &stored)
+            try stretch.read(in: try readSnapshot(), after: max(cursor, readUpTo), into: &stored, keepingImagesIn: stageFlush?.pageImages)
             merge(stored, family: family, after: cursor, filters: filters, condition: condition, into: &batch)
             if batch.isEmpty && stored.bound >= end { return }
             for candidate in batch {
@@ -186,7 +187,8 @@ extension Context {
         /// `cursor` and below `end` that the pre-filter does not reject, in identifier order:
         /// at most `count` (and about `maximumBytes`) from each tree, so the next batch starts
         /// after `bound`. Replaces what `stored` held, keeping its buffers.
-        func read(in snapshot: RecordSnapshot, after cursor: UInt64, into stored: inout StoredRecords) throws {
+        func read(in snapshot: RecordSnapshot, after cursor: UInt64, into stored: inout StoredRecords,
+                  keepingImagesIn images: PageImages?) throws {
             stored.records.removeAll(keepingCapacity: true)
             stored.bytes.removeAll(keepingCapacity: true)
             stored.bound = end
@@ -198,7 +200,9 @@ extension Context {
                 try translatingErrors {
                     // Read with pread, not through the memory map: a pass over a whole store leaves
                     // nothing of it mapped into the process.
-                    try snapshot.reader(for: member).scan(from: cursor + 1, mapped: false) { id, bytes in
+                    // A migration closure's flush rewrites the leaves read: their images are
+                    // kept for it (`StageFlush.pageImages`).
+                    try snapshot.reader(for: member).scan(from: cursor + 1, mapped: false, keepingImagesIn: images) { id, bytes in
                         guard id < limit else { return false }
                         let decided = filters ? condition.evaluate(bytes) : nil
                         guard decided != false else { return true }

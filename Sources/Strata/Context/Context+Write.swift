@@ -26,6 +26,10 @@ extension Context {
         /// Per root entity, the first id the closure's inserts get: records at or above it were
         /// inserted by this closure (ids are never reused and the closure is the only writer).
         let firstNewIDs: [UInt32: UInt64]
+        /// The images of the leaves the closure's enumerations read, which its flushes rewrite
+        /// soon after: taken instead of read, verified and decompressed again. (Bounded: a
+        /// flush's leaves, a few hundred of them, fit many times over.)
+        let pageImages = PageImages(budget: 4 << 20)
 
         init(store: Store) {
             maximumChanges = store.configuration.migrationFlushChanges
@@ -47,6 +51,8 @@ extension Context {
         /// on meanwhile, and most of its bytes are durable by its last commit); one written on
         /// the closure's thread does not wait: the closure's last commit makes it durable.
         var inBackground = false
+        /// `StageFlush.pageImages`.
+        var pageImages: PageImages?
     }
 
     /// A flush in the background: its changes and, once written, its counts or error.
@@ -134,6 +140,7 @@ extension Context {
                     case .flush(let state): flush = state
                     case .last(let state, _): flush = state
                     }
+                    transaction.pageImages = flush?.pageImages
                     if let flush, flush.flushes > 0 {
                         let model = store.model, first = flush.firstNewIDs
                         transaction.history?.firstInsertedEarlier = { first[model.rootID(of: $0), default: 1] }
@@ -197,7 +204,7 @@ extension Context {
     }
 
     func state(of flush: StageFlush) -> FlushState {
-        FlushState(flushes: flush.flushes, firstNewIDs: flush.firstNewIDs, counts: flush.counts)
+        FlushState(flushes: flush.flushes, firstNewIDs: flush.firstNewIDs, counts: flush.counts, pageImages: flush.pageImages)
     }
 
     /// A migration closure's context: writes the unsaved changes into the store when they pass

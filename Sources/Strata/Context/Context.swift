@@ -60,6 +60,9 @@ public final class Context {
     /// The unsaved changes past which this migration closure's context flushes (nil: a context
     /// that saves, not a migration closure's).
     package var stageFlushLimit: Int? { stageFlush?.maximumChanges }
+    /// How many leaf images this migration closure's flushes took from its enumerations'
+    /// reads instead of reading them again (tests).
+    package var stageImagesTaken: Int { stageFlush?.pageImages.taken ?? 0 }
 
     enum Change: Sendable {
         case upsert([UInt8], isNew: Bool)
