@@ -177,21 +177,26 @@ package final class RecordTreeWriter {
         }
         new.append(next..<old.count, of: old)
         if let journal { for changed in changedIDs { journal.recordSummarizedUpdate(entityID: entityID, id: changed) } }
-        if let previous, previous.high == found.low, case .leaf(let left)? = nodes.dirtyNode(previous.leafID) {
-            let moving = new.prefixCount(fittingAfter: left.node.encodedSize, maximum: options.maximumNodeSize)
-            if moving > 0 {
-                try raiseSeparator(to: new.ids[moving], path: found.path)
-                left.node.append(0..<moving, of: new)
-                new.removeFirst(moving)
-                hint = nil
+        if let previous {
+            if previous.high == found.low, case .leaf(let left)? = nodes.dirtyNode(previous.leafID) {
+                let moving = new.prefixCount(fittingAfter: left.node.encodedSize, maximum: options.maximumNodeSize)
+                if moving > 0 {
+                    try raiseSeparator(to: new.ids[moving], path: found.path)
+                    left.node.append(0..<moving, of: new)
+                    new.removeFirst(moving)
+                    hint = nil
+                }
             }
+            // The batch changes it no more: written now, while its bytes are in the CPU's
+            // caches, as appends write a full leaf (not in a burst at the end).
+            try writeNow(previous.leafID)
         }
         var leafID = found.leafID, leaf = found.leaf, path = found.path
         leaf.node = new
         markDirty(leafID, .leaf(leaf))
         while leaf.node.encodedSize > options.maximumNodeSize && leaf.node.count > 1 {
             let right = leaf.node.splitOff(at: max(1, leaf.node.prefixCount(fittingAfter: LeafNode.headerSize, maximum: options.maximumNodeSize)))
-            try addRightLeaf(right, after: leafID, path: path, writingLeft: false)
+            try addRightLeaf(right, after: leafID, path: path, writingLeft: true)
             let next = try findLeafRange(right.ids[0])
             (leafID, leaf, path) = (next.leafID, next.leaf, next.path)
         }
@@ -551,9 +556,10 @@ package final class RecordTreeWriter {
 
     /// Links `right`, split from leaf `leftID` (reached by `path`), into the tree as a new page
     /// after it. `writingLeft`: the split was an append past the end of the tree (a bulk insert
-    /// in id order), which leaves a full leaf behind that no later append touches: it is written
-    /// now, so page writes are spread evenly over the run (which the page log's frame pipeline
-    /// overlaps with the caller) instead of coming in `dirtyBudget` bursts, and it holds no memory.
+    /// in id order) or packed a leaf a batch of updates rebuilt, which leaves a full leaf behind
+    /// that nothing later in the run touches: it is written now, so page writes are spread
+    /// evenly over the run (which the page log's frame pipeline overlaps with the caller)
+    /// instead of coming in `dirtyBudget` bursts, and it holds no memory.
     private func addRightLeaf(_ right: LeafNode, after leftID: UInt64, path: [(UInt64, Int)], writingLeft: Bool) throws {
         hint = nil
         let rightID = try transaction.allocatePageID()
