@@ -1,5 +1,5 @@
-import Synchronization
 import StrataFormat
+import StrataIO
 
 /// Page images a pass over a tree read — verified and decompressed — kept for a write
 /// transaction that reads the same pages soon after: a migration closure's flush rewrites the
@@ -23,7 +23,7 @@ package final class PageImages: Sendable {
 
     /// The most bytes of images kept.
     package let budget: Int
-    private let state = Mutex(State())
+    private let state = Lock(State())
 
     package init(budget: Int) {
         self.budget = budget
