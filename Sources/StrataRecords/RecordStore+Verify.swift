@@ -15,7 +15,8 @@ extension RecordStore {
     /// Checks every structure of the record layer in `snapshot` and reports every problem
     /// found, naming the page's file and offset when one is at fault (Architecture.md,
     /// invariants 18, 22 and 31): each record tree in id order with as many records as its root
-    /// says, each record a valid record; each index holding exactly one entry per record —
+    /// says, each record a valid record, each leaf's records within the range its ancestors
+    /// give it; each index holding exactly one entry per record —
     /// entries ascending, each the key of its record's value; the schema catalog; the history
     /// journal's parts (contiguous per token, below the next token, decodable, weighing what
     /// its root says); the quarantine. A damaged tree is reported and the others are still
@@ -64,14 +65,24 @@ extension RecordStore {
             var count: UInt64 = 0
             var previous: UInt64 = 0
             do {
-                try snapshot.reader(for: entityID).scan(from: 0, mapped: false) { id, bytes in
-                    if id <= previous { problem("entity \(entityID): record \(id) follows record \(previous)", page: entity.tree.rootPageID) }
-                    if id >= nextID { problem("entity \(entityID): record \(id) is not below the next id \(nextID)", page: StoreRoot.pageID) }
-                    do { _ = try RecordCodec.decode(bytes) } catch let error as FormatError {
-                        problem("entity \(entityID), record \(id): \(error.reason)", page: entity.tree.rootPageID)
+                // Each leaf's records within the range its ancestors give it: one outside would
+                // be seen by scans and missed by point lookups.
+                let ranges = { (pageID: UInt64, first: UInt64, last: UInt64, low: UInt64, high: UInt64?) in
+                    guard first < low || high.map({ last >= $0 }) ?? false else { return }
+                    problem("entity \(entityID): leaf \(pageID) holds records \(first)–\(last), outside the range its parents give it "
+                            + "(\(low) up to \(high.map(String.init) ?? "the end"))", page: pageID)
+                }
+                try snapshot.reader(for: entityID).scanRuns(from: 0, mapped: false, leafRanges: ranges) { run in
+                    for index in 0..<run.count {
+                        let id = run.id(index)
+                        if id <= previous { problem("entity \(entityID): record \(id) follows record \(previous)", page: entity.tree.rootPageID) }
+                        if id >= nextID { problem("entity \(entityID): record \(id) is not below the next id \(nextID)", page: StoreRoot.pageID) }
+                        do { _ = try RecordCodec.decode(run.bytes(index)) } catch let error as FormatError {
+                            problem("entity \(entityID), record \(id): \(error.reason)", page: entity.tree.rootPageID)
+                        }
+                        previous = id
+                        count += 1
                     }
-                    previous = id
-                    count += 1
                     return true
                 }
             } catch {

@@ -245,25 +245,32 @@ package struct RecordTreeReader: Sendable {
     /// place — an overflowed record assembled, as a run of its own — until `body` returns false.
     /// For callers that copy many records at once (a migration's batch).
     package func scanRuns(from start: UInt64 = 0, mapped: Bool = true, keepingImagesIn images: PageImages? = nil,
+                          leafRanges: ((_ pageID: UInt64, _ first: UInt64, _ last: UInt64, _ low: UInt64, _ high: UInt64?) -> Void)? = nil,
                           _ body: (RecordRun) throws -> Bool) throws {
         guard root.rootPageID != 0 else { return }
-        try scanRuns(from: start, pages: SequentialPageReader(snapshot, mapped: mapped, keepingImagesIn: images), body)
+        try scanRuns(from: start, pages: SequentialPageReader(snapshot, mapped: mapped, keepingImagesIn: images), leafRanges: leafRanges, body)
     }
 
     /// `scanRuns` reading pages through `pages` (a reader of this reader's snapshot).
     /// `overflowed`, when given, sees each overflowed record first — its id, its stored
     /// reference and the leaf's page id — and may take it: true (go on) or false (stop) when it
     /// did, nil to have it assembled and passed to `body` as a run of its own.
+    /// `leafRanges`, when given, sees each leaf visited before its records: its page id, its
+    /// first and last ids, and the range of ids its ancestors give it (`low` up to `high`,
+    /// exclusive; nil: no bound) — for `verify`, since a record outside its leaf's range is
+    /// seen by scans and missed by point lookups.
     func scanRuns(from start: UInt64 = 0, pages: SequentialPageReader,
                   overflowed: ((UInt64, UnsafeRawBufferPointer, UInt64) throws -> Bool?)? = nil,
+                  leafRanges: ((_ pageID: UInt64, _ first: UInt64, _ last: UInt64, _ low: UInt64, _ high: UInt64?) -> Void)? = nil,
                   _ body: (RecordRun) throws -> Bool) throws {
         guard root.rootPageID != 0 else { return }
-        var stack: [(pageID: UInt64, next: Int)] = [(root.rootPageID, -1)]
+        var stack: [(pageID: UInt64, next: Int, low: UInt64, high: UInt64?)] = [(root.rootPageID, -1, 0, nil)]
         while let top = stack.popLast() {
             guard stack.count < 64 else { throw RecordTreeError.corruptNode(pageID: top.pageID, reason: "tree deeper than 64 levels") }
             // A leaf's records; false when `body` stopped the scan.
             func leaf(_ raw: UnsafeRawBufferPointer, count: Int) throws -> Bool {
                 let view = LeafView(validated: raw, count: count)
+                if let leafRanges, count > 0 { leafRanges(top.pageID, view.id(0), view.id(count - 1), top.low, top.high) }
                 var index = start == 0 ? 0 : view.search(start).index
                 while index < count {
                     if view.isOverflow(index) {
@@ -290,8 +297,15 @@ package struct RecordTreeReader: Sendable {
                     InteriorNode.childIndex(for: start, count: node.count) { Self.firstID(raw, $0) }
                 }
                 guard next < node.count else { return }
-                stack.append((top.pageID, next + 1))
-                stack.append((node.bytes.withUnsafeBytes { Self.child($0, next) }, -1))
+                stack.append((top.pageID, next + 1, top.low, top.high))
+                // Child `next` holds the ids from its first id up to the next child's, within
+                // this node's own range.
+                let (child, low, high) = node.bytes.withUnsafeBytes { raw -> (UInt64, UInt64, UInt64?) in
+                    let upper = next + 1 < node.count ? Self.firstID(raw, next + 1) : nil
+                    return (Self.child(raw, next), max(top.low, next == 0 ? 0 : Self.firstID(raw, next)),
+                            upper.map { bound in top.high.map { min($0, bound) } ?? bound } ?? top.high)
+                }
+                stack.append((child, -1, low, high))
             }
             if try !visit(top.pageID, pages, interior: interior, leaf: leaf) { return }
         }
