@@ -99,16 +99,16 @@ package final class RecordTreeWriter {
     /// records of earlier leaves are then replaced, those of its leaf may not be, and the
     /// transaction is to be abandoned.
     ///
-    /// Records go through `update(_:bytes:)` one by one instead when the tree keeps indexes or
-    /// journals each change (both need every old record), or when a record of the leaf
-    /// overflows, before or after.
+    /// Records go through `update(_:bytes:)` one by one instead when the tree keeps indexes, or
+    /// when a record of the leaf overflows, before or after. The journal is told of each update,
+    /// old and new bytes, in id order, as per-record updates tell it.
     package func update(count: Int, id: (Int) -> UInt64, bytes: (Int) -> [UInt8]) throws -> UInt64? {
         var index = 0
         var packing: Packing?
         while index < count {
             let first = id(index)
             var end = index + 1
-            if indexes == nil, journal?.summarizes ?? true, root.rootPageID != 0 {
+            if indexes == nil, root.rootPageID != 0 {
                 let leaf = try findLeafRange(first)
                 while end < count, leaf.high.map({ id(end) < $0 }) ?? true { end += 1 }
                 if end - index > 1 {
@@ -158,7 +158,10 @@ package final class RecordTreeWriter {
         new.ids.reserveCapacity(old.count)
         new.ends.reserveCapacity(old.count)
         new.data.reserveCapacity(old.data.count + old.data.count / 4)
-        var changedIDs: [UInt64] = []
+        // The journal is told once the whole leaf is known to be replaced here (not when a
+        // record turns out to overflow, and the leaf's records go one by one after all).
+        var journaled: [(old: Int, new: Int)] = []
+        if journal != nil { journaled.reserveCapacity(range.count) }
         var next = 0  // the first record of `old` not yet in `new`
         for index in range {
             let target = id(index)
@@ -169,14 +172,22 @@ package final class RecordTreeWriter {
             guard at < old.count, old.ids[at] == target else { return .missing(target) }
             guard !old.isOverflow(at) else { return .overflows }
             new.append(next..<at, of: old)
-            if journal != nil, !old.bytes(at).withUnsafeBytes({ stored in value.withUnsafeBytes { stored.elementsEqual($0) } }) {
-                changedIDs.append(target)
-            }
+            if journal != nil { journaled.append((at, new.count)) }
             value.withUnsafeBytes { new.append(target, bytes: $0, overflow: false) }
             next = at + 1
         }
         new.append(next..<old.count, of: old)
-        if let journal { for changed in changedIDs { journal.recordSummarizedUpdate(entityID: entityID, id: changed) } }
+        if let journal {
+            for (stored, written) in journaled {
+                try old.data.withUnsafeBytes { oldData in
+                    try new.data.withUnsafeBytes { newData in
+                        try journal.recordUpdate(entityID: entityID, id: old.ids[stored],
+                                                 old: UnsafeRawBufferPointer(rebasing: oldData[old.start(stored)..<old.end(stored)]),
+                                                 new: UnsafeRawBufferPointer(rebasing: newData[new.start(written)..<new.end(written)]))
+                    }
+                }
+            }
+        }
         if let previous {
             if previous.high == found.low, case .leaf(let left)? = nodes.dirtyNode(previous.leafID) {
                 let moving = new.prefixCount(fittingAfter: left.node.encodedSize, maximum: options.maximumNodeSize)
