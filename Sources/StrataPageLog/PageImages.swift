@@ -6,11 +6,13 @@ import StrataIO
 /// leaves its enumeration read a moment before, and would otherwise read, verify and
 /// decompress each one again.
 ///
-/// Keyed by the frame's location (segment, offset, length, LSN): the log never writes over a
-/// frame and never reuses a segment number, so an image is valid for as long as a page table
-/// names that location. An image is taken out when a transaction reads it (a flush reads each
-/// leaf once); the oldest go first past `budget` bytes. Thread-safe: a flush may be written on
-/// a thread of its own while the enumeration reads on.
+/// Keyed by the frame's location (segment, offset, length, LSN): an open log never writes over
+/// a committed frame (compaction copies frames into new segments) and never reuses a segment
+/// number (a new segment takes the next; only a closed store's log is cut back), so an image
+/// kept from a snapshot's read is valid for as long as a page table names that location. An
+/// image is taken out when a transaction reads it (a flush reads each leaf once); the oldest go
+/// first past `budget` bytes. Thread-safe: a flush may be written on a thread of its own while
+/// the enumeration reads on.
 package final class PageImages: Sendable {
     private struct State {
         var images: [PageLocation: Page] = [:]
