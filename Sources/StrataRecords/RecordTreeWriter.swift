@@ -545,10 +545,31 @@ package final class RecordTreeWriter {
                 right.ids.reserveCapacity(leaf.node.count + 1)
                 right.ends.reserveCapacity(leaf.node.count + 1)
             }
+            // A record larger than half a page can leave a half of one split still past its page.
+            let oversized = leaf.node.encodedSize > options.maximumNodeSize || right.encodedSize > options.maximumNodeSize
             try addRightLeaf(right, after: leafID, path: try interiorPath(to: id, leaf: leafID), writingLeft: appended && high == nil)
+            if oversized, let first = leaf.node.ids.first { try splitWhileOversized(from: first, below: high) }
         }
         if nodes.isOverBudget { try writeDirtyNodes() }
         return true
+    }
+
+    /// Splits the leaf whose first id is `first`, and the leaves split from it up to `bound`
+    /// (the first id past the range they share; nil: none), in halves by bytes until each fits
+    /// in `maximumNodeSize` or holds one record.
+    private func splitWhileOversized(from first: UInt64, below bound: UInt64?) throws {
+        var id = first
+        while true {
+            let found = try findLeafRange(id)
+            if found.leaf.node.encodedSize > options.maximumNodeSize && found.leaf.node.count > 1 {
+                let right = found.leaf.node.splitOff()
+                markDirty(found.leafID, .leaf(found.leaf))
+                try addRightLeaf(right, after: found.leafID, path: found.path, writingLeft: false)
+                continue  // the lower half again
+            }
+            guard let next = found.high, bound.map({ next < $0 }) ?? true else { return }
+            id = next
+        }
     }
 
     /// Tells `journal` of the update of record `index` of `leaf` to `written`; when it throws,
