@@ -7,7 +7,8 @@ import StrataIO
 /// the caller gave away) and the header fields; whoever builds it fills in `frame`.
 ///
 /// Thread-safety (`@unchecked Sendable`): the `let` properties are immutable. `frame` is
-/// written only by the thread that took the job from the inbox (the pipeline's worker, or the
+/// written by the initializer of a free (`init(freeing:lsn:formatVersion:)`, never in the
+/// inbox), otherwise only by the thread that took the job from the inbox (the pipeline's worker, or the
 /// transaction waiting for a frame), before it sets `done` (releasing), and read only by the
 /// transaction after it loaded `done` as true (acquiring) — the atomic orders the two
 /// accesses, so they never overlap. A job is built exactly once (the inbox hands each job out
@@ -25,6 +26,9 @@ final class FrameJob: @unchecked Sendable {
     let payload: [UInt8]
     /// Whether to try LZ4 (`FrameCodec.append`'s `compress`).
     let compress: Bool
+    /// Whether the frame frees the page (a `.free` frame, built when the job is made) rather
+    /// than writing it.
+    let frees: Bool
     /// `FrameCodec.append`'s `directoryLength`: the page is read in part.
     let directoryLength: Int?
     /// The store's format version, which the frame is written in (`FrameCodec.append`'s).
@@ -49,6 +53,27 @@ final class FrameJob: @unchecked Sendable {
         self.compress = compress
         self.directoryLength = directoryLength
         self.formatVersion = formatVersion
+        frees = false
+    }
+
+    /// A job freeing `pageID`, its `.free` frame (a header, no payload) built already and
+    /// `done`: it only keeps its place among the frames in flight, and never goes to the
+    /// worker.
+    init(freeing pageID: UInt64, lsn: UInt64, formatVersion: UInt16) {
+        self.pageID = pageID
+        self.lsn = lsn
+        entityID = 0
+        schemaVersion = 0
+        payload = []
+        compress = false
+        directoryLength = nil
+        self.formatVersion = formatVersion
+        frees = true
+        _ = [UInt8]().withUnsafeBytes { empty in
+            FrameCodec.append(kind: .free, pageID: pageID, lsn: lsn, payload: empty, compress: false, formatVersion: formatVersion,
+                              to: &frame)
+        }
+        done.store(true, ordering: .releasing)
     }
 }
 
@@ -58,7 +83,7 @@ final class FrameJob: @unchecked Sendable {
 ///
 /// The worker only builds frames in memory: it never touches the writer's state, the files
 /// or the page table. A transaction that must place every frame in flight (at commit, or
-/// before it reads or frees a page) builds the jobs nobody took yet itself meanwhile, in
+/// before it reads a page among them) builds the jobs nobody took yet itself meanwhile, in
 /// order, with the writer's compression state, instead of sleeping — both threads then
 /// compress, and the bytes are the same whoever built a frame (`LZ4Codec.compress(_:into:using:)`
 /// depends on its input alone). The transaction places finished frames into the write buffer itself,

@@ -41,7 +41,7 @@ package struct PageLogOptions: Sendable {
     /// serves a batch of pages rather than one.
     package var framePipelineBatchBytes = 128 << 10
     /// Tests: false never starts the frame pipeline's worker, so every frame is built by the
-    /// transaction when it places every frame in flight (commit, read, free). Such a
+    /// transaction when it places every frame in flight (commit, a read of a page in flight). Such a
     /// transaction must never fill `framePipelineBytes`: it would wait for the worker forever.
     package var framePipelineWorkerStarts = true
 

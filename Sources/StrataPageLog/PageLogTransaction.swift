@@ -150,9 +150,20 @@ package final class PageLogTransaction {
 
     // MARK: Frame pipeline (invariant 17)
 
-    /// Hands a page write to the pipeline: first places the frames already built, then waits
-    /// for the oldest ones while the bytes in flight would pass the bound.
+    /// Hands a page write to the pipeline (`enqueue`), and starts the worker when a batch waits.
     private func submit(_ job: FrameJob) throws {
+        try enqueue(job)
+        unstartedBytes += job.cost
+        // Start the worker once a batch of work waits (or the in-flight bound is near), not
+        // for every page: each start may cost a thread wake-up.
+        let start = unstartedBytes >= min(log.options.framePipelineBatchBytes, log.options.framePipelineBytes / 2)
+        if start { unstartedBytes = 0 }
+        log.framePipeline.submit(job, start: start)
+    }
+
+    /// Puts `job` last among the frames in flight: first places the frames already built,
+    /// then waits for the oldest ones while the bytes in flight would pass the bound.
+    private func enqueue(_ job: FrameJob) throws {
         try placeBuiltFrames()
         let bound = log.options.framePipelineBytes
         while inFlightHead < inFlight.count && inFlightBytes + job.cost > bound {
@@ -162,12 +173,11 @@ package final class PageLogTransaction {
         if inFlightFilter.isEmpty { inFlightFilter = [UInt64](repeating: 0, count: 64) }
         inFlightFilter[Int(truncatingIfNeeded: job.pageID >> 6) & 63] |= 1 << (job.pageID & 63)
         inFlightBytes += job.cost
-        unstartedBytes += job.cost
-        // Start the worker once a batch of work waits (or the in-flight bound is near), not
-        // for every page: each start may cost a thread wake-up.
-        let start = unstartedBytes >= min(log.options.framePipelineBatchBytes, bound / 2)
-        if start { unstartedBytes = 0 }
-        log.framePipeline.submit(job, start: start)
+    }
+
+    /// Whether `pageID` may have a frame in flight (`inFlightFilter`; false positives only).
+    private func mayBeInFlight(_ pageID: UInt64) -> Bool {
+        inFlightHead < inFlight.count && inFlightFilter[Int(truncatingIfNeeded: pageID >> 6) & 63] & (1 << (pageID & 63)) != 0
     }
 
     /// Places the frames at the head of the queue that the worker finished, without waiting.
@@ -195,7 +205,7 @@ package final class PageLogTransaction {
     private func drainPipeline(beforeReading pageID: UInt64) throws {
         if let pipelineFailure { throw pipelineFailure }
         guard inFlightHead < inFlight.count else { return }
-        if inFlightFilter[Int(truncatingIfNeeded: pageID >> 6) & 63] & (1 << (pageID & 63)) == 0 {
+        if !mayBeInFlight(pageID) {
             let location = try changes[pageID] ?? writer.table.location(of: pageID)
             if location.isNone || !isUnflushed(location) { return }
         }
@@ -246,7 +256,7 @@ package final class PageLogTransaction {
             throw error
         }
         location.lsn = lsn
-        changes[job.pageID] = location
+        changes[job.pageID] = job.frees ? PageLocation.none : location
         frameCount += 1
     }
 
@@ -279,9 +289,20 @@ package final class PageLogTransaction {
     package func free(_ pageID: UInt64) throws {
         try checkOpen()
         try checkID(pageID)
-        try drainPipeline()
+        // Whether the page exists depends on its frames in flight, if any: placed first.
+        if mayBeInFlight(pageID) { try drainPipeline() }
         let current = try changes[pageID] ?? writer.table.location(of: pageID)
         guard !current.isNone else { return }
+        if inFlightHead < inFlight.count {
+            // The free frame joins the frames in flight, built (a header), so the log gets the
+            // synchronous path's frames in its order without this thread waiting for the
+            // worker: a transaction freeing pages while it writes others (deletes beside the
+            // history journal's parts) keeps both threads compressing. Placed, it sets the
+            // page's change to none; until then a read or free of the page places it first
+            // (its bit is in `inFlightFilter`).
+            try enqueue(FrameJob(freeing: pageID, lsn: lsn, formatVersion: log.formatVersion))
+            return
+        }
         _ = try [UInt8]().withUnsafeBytes {
             try log.append(kind: .free, pageID: pageID, lsn: lsn, payload: $0, compress: false)
         }

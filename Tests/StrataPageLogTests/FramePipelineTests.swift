@@ -84,6 +84,18 @@ import StrataTestSupport
                                     let id = existing.randomElement(using: &random) ?? 0
                                     try txn.free(id)
                                     next[id] = nil
+                                    // A free may wait among the frames in flight: the page reads as
+                                    // gone, and a second free frees nothing more.
+                                    switch Int.random(in: 0..<4, using: &random) {
+                                    case 0:
+                                        try txn.free(id)
+                                    case 1:
+                                        if try txn.read(id) != nil {
+                                            problems.append("step \(step), operation \(operation): freed page \(id) read back")
+                                        }
+                                    default:
+                                        break
+                                    }
                                 case 14..<19 where !existing.isEmpty:
                                     let id = existing.randomElement(using: &random) ?? 0
                                     let page = try txn.read(id)
@@ -324,7 +336,9 @@ import StrataTestSupport
                 return id
             }
             let placed = try writeNew(900)
-            try txn.free(try txn.allocatePageID())  // places the frames in flight (a page never written: nothing freed), flushes nothing
+            let freed = try writeNew(700)
+            pages[freed] = nil
+            try txn.free(freed)  // a page in flight: places the frames in flight, flushes nothing
             #expect(txn.framesInFlight == 0)
             _ = try writeNew(800)
             #expect(txn.framesInFlight == 1)
@@ -333,6 +347,50 @@ import StrataTestSupport
         }
         #expect(try contents(of: log) == pages.merging([first: committed]) { $1 })
         try log.close()
+    }
+
+    /// A free of a page with no frame in flight waits for none: its frame joins the frames in
+    /// flight, built, and takes effect in its turn — a read or a second free of the page places
+    /// them first, the page reads as gone, and it is gone after the commit and a reopen.
+    @Test func aFreeJoinsTheFramesInFlight() throws {
+        var options = smallOptions()
+        options.framePipeline = true
+        options.framePipelineThreshold = 0
+        options.framePipelineBytes = 1 << 20
+        options.framePipelineWorkerStarts = false  // frames stay in flight until a transaction places them
+        let fs = MemoryFileSystem()
+        let log = try PageLog.open(directory: storePath, fileSystem: fs, options: options)
+        var random = SeededRandom(seed: 0x9199_0061)
+        var pages: [UInt64: [UInt8]] = [:]
+        func writeNew(_ txn: PageLogTransaction) throws {
+            let id = try txn.allocatePageID()
+            pages[id] = random.recordLikeBytes(1000)
+            try txn.write(id, bytes: pages[id] ?? [])
+        }
+        try log.write { txn in for _ in 0..<3 { try writeNew(txn) } }
+        let committed = pages.keys.sorted()
+        try log.write { txn in
+            for _ in 0..<10 { try writeNew(txn) }
+            #expect(txn.framesInFlight == 10)
+            try txn.free(committed[0])
+            pages[committed[0]] = nil
+            #expect(txn.framesInFlight == 11, "the free waited for the frames in flight")
+            try txn.free(committed[0])  // its frame is in flight: placed first, then nothing more to free
+            #expect(txn.framesInFlight == 0)
+
+            for _ in 0..<2 { try writeNew(txn) }
+            try txn.free(committed[1])
+            pages[committed[1]] = nil
+            #expect(txn.framesInFlight == 3)
+            #expect(try txn.read(committed[1]) == nil)
+            #expect(txn.framesInFlight == 0)
+            #expect(try txn.read(committed[2])?.bytes == pages[committed[2]])
+        }
+        #expect(try contents(of: log) == pages)
+        try log.close()
+        let reopened = try PageLog.open(directory: storePath, fileSystem: fs, options: options)
+        #expect(try contents(of: reopened) == pages)
+        try reopened.close()
     }
 
     /// Pages still in flight are read back by the transaction (and count for `isEmpty`); a
