@@ -19,14 +19,18 @@ public struct StorageOptions: Sendable {
     /// `StrataError.io`. Set false to read with `pread` only.
     public var memoryMappedReads = true
     /// Whether a custom migration stage stores the records it writes uncompressed, to be
-    /// compressed in the background once the store is open (default true). LZ4 compression is
-    /// about a quarter of a stage's CPU: deferring it shortens the launch that migrates. Until
-    /// the background pass is done (about a quarter of a second of one core per million
-    /// records, at utility priority; started again at the next open if the app stops first)
-    /// the migrated entities take more disk — up to their uncompressed size — and the pass
-    /// takes the writer's lock for a few milliseconds at a time. `Store.compact()` finishes it at once. False
-    /// compresses inside the stage. Docs/Migrations.md, "Speed".
-    public var defersMigrationCompression = true
+    /// compressed in the background once the store is open (default: true where the process
+    /// may run on one processor only, false on two or more). With a second processor the
+    /// stage compresses on it (the page log's frame pipeline) while it transforms, so
+    /// deferring saves little of the launch and costs more work in all: the uncompressed
+    /// leaves written, read back and written again. On one processor LZ4 is about a quarter of
+    /// the stage's CPU, and deferring it shortens the launch that migrates. Until the
+    /// background pass is done (about a quarter of a second of one core per million records,
+    /// at utility priority; started again at the next open if the app stops first) the
+    /// migrated entities take more disk — up to their uncompressed size — and the pass takes
+    /// the writer's lock for a few milliseconds at a time. `Store.compact()` finishes it at
+    /// once. Docs/Migrations.md, "Speed".
+    public var defersMigrationCompression = Processors.usable < 2
     /// Bytes the store keeps in reserve on the device (default 4 MiB; 0: none), as a file of
     /// zeros, `reserve`, in its folder. When a write finds the device full, the store gives
     /// them back at once (the save fails with `StrataError.io`, ``StrataError/isOutOfSpace``):
