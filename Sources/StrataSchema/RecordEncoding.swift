@@ -39,6 +39,10 @@ final class RecordEncodingState {
     private(set) var type: Any.Type
     var typeName: String { String(describing: type) }
     let layout: RecordLayout?
+    /// `layout`, used per value without reference counting (`_withUnsafeGuaranteedRef`):
+    /// binding the optional retained and released it at every value stored, and the state
+    /// keeps `layout` alive.
+    private let unmanagedLayout: Unmanaged<RecordLayout>?
     @exclusivity(unchecked) var values: [String: Value] = [:]
     /// The fields as they came, after `headerRoom` bytes kept for the record's header.
     @exclusivity(unchecked) private var scratch: RecordScratch
@@ -87,6 +91,7 @@ final class RecordEncodingState {
     init(type: Any.Type, layout: RecordLayout? = nil) {
         self.type = type
         self.layout = layout
+        unmanagedLayout = layout.map { Unmanaged.passUnretained($0) }
         slotCount = layout?.ids.count ?? 0
         slots = .allocate(capacity: max(slotCount, 1))
         slots.initialize(repeating: .empty, count: max(slotCount, 1))
@@ -185,7 +190,8 @@ final class RecordEncodingState {
     @inline(__always)
     private func store(forKey name: String, isNull: Bool, isReferences: Bool, value: @autoclosure () -> Value,
                        payload: DataPayload? = nil, _ write: (inout RecordScratch) -> Void) {
-        guard let layout, let position = position(of: name, in: layout) else {
+        guard let unmanagedLayout,
+              let position = unmanagedLayout._withUnsafeGuaranteedRef({ position(of: name, in: $0) }) else {
             values[name] = value()
             return
         }
@@ -195,7 +201,7 @@ final class RecordEncodingState {
             return
         }
         let start = scratch.count
-        scratch.appendVarint(UInt64(layout.ids[position]))
+        scratch.appendVarint(UInt64(unmanagedLayout._withUnsafeGuaranteedRef { $0.ids[position] }))
         write(&scratch)
         slots[position] = Slot(start: start, end: scratch.count, isReferences: isReferences)
         if let payload {
