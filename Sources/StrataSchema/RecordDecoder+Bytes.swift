@@ -95,22 +95,24 @@ package final class RecordDecodingSession {
     /// A record from its stored bytes, named through `layout`.
     /// - Throws: as `RecordDecoder.decode(_:bytes:layout:)`.
     package func decode<Record: PersistentRecord>(_ type: Record.Type, bytes: UnsafeRawBufferPointer) throws -> Record {
+        // The spare state is moved out and back (`take`, `consume`), not copied: no reference
+        // counting of it per record.
         var state: RecordDecodingState
-        if var reused = spare {
-            spare = nil
-            if isKnownUniquelyReferenced(&reused) {
-                try reused.relocate(bytes, type: Record.self)
-                state = reused
-            } else {
-                state = try RecordDecodingState.locating(bytes, layout: layout, type: Record.self)
-            }
+        if var reused = spare.take(), isKnownUniquelyReferenced(&reused) {
+            try reused.relocate(bytes, type: Record.self)
+            state = reused
         } else {
             state = try RecordDecodingState.locating(bytes, layout: layout, type: Record.self)
         }
-        defer {
+        let record: Record
+        do {
+            record = try RecordDecoder().run(Record.self, state)
+        } catch {
             RecordDecodingState.finish(&state)
-            if isKnownUniquelyReferenced(&state) { spare = state }
+            throw error
         }
-        return try RecordDecoder().run(Record.self, state)
+        RecordDecodingState.finish(&state)
+        if isKnownUniquelyReferenced(&state) { spare = consume state }
+        return record
     }
 }
