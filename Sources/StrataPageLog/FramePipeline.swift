@@ -8,11 +8,11 @@ import StrataIO
 ///
 /// Thread-safety (`@unchecked Sendable`): the `let` properties are immutable. `frame` is
 /// written by the initializer of a free (`init(freeing:lsn:formatVersion:)`, never in the
-/// inbox), otherwise only by the thread that took the job from the inbox (the pipeline's worker, or the
-/// transaction waiting for a frame), before it sets `done` (releasing), and read only by the
-/// transaction after it loaded `done` as true (acquiring) — the atomic orders the two
-/// accesses, so they never overlap. A job is built exactly once (the inbox hands each job out
-/// once).
+/// inbox), otherwise only by the thread that took the job from the inbox (the pipeline's
+/// worker, or the transaction waiting for a frame), before it sets `done` (releasing), and
+/// read only by the transaction after it loaded `done` as true (acquiring) — the atomic
+/// orders the two accesses, so they never overlap. A job is built exactly once (the inbox
+/// hands each job out once).
 final class FrameJob: @unchecked Sendable {
     /// The page written.
     let pageID: UInt64

@@ -109,6 +109,7 @@ package final class RecordDecodingSession {
             record = try RecordDecoder().run(Record.self, state)
         } catch {
             RecordDecodingState.finish(&state)
+            if isKnownUniquelyReferenced(&state) { spare = consume state }
             throw error
         }
         RecordDecodingState.finish(&state)
