@@ -112,27 +112,13 @@ public final class Context {
     /// The record type last decoded by `record(for:)`, with a decoding session on its
     /// entity's layout (which reuses one decoding state from record to record).
     @exclusivity(unchecked) private var lastDecoding: (type: ObjectIdentifier, session: RecordDecodingSession)?
-    /// The record type last encoded by `insert` or `update`, its entity and an encoding
-    /// session on its layout (which reuses its buffer and learned field order from record to
-    /// record: a loop updating one type allocates one array per record).
-    @exclusivity(unchecked) private var lastEncoding: (type: ObjectIdentifier, entityID: UInt32, session: RecordEncodingSession)?
+    /// Encodes the records `insert` and `update` take (a session per type, kept for the type
+    /// last encoded).
+    @exclusivity(unchecked) private var encodings = RecordEncodings()
 
-    /// A record's entity id and bytes, encoded through the session of the type last encoded.
+    /// A record's entity id and bytes.
     private func encode<Record: PersistentRecord>(_ record: Record) throws -> (entityID: UInt32, bytes: [UInt8]) {
-        let key = ObjectIdentifier(Record.self)
-        let encoding: (entityID: UInt32, session: RecordEncodingSession)
-        if let last = lastEncoding, last.type == key {
-            encoding = (last.entityID, last.session)
-        } else {
-            let entityID = try store.entityID(of: Record.self)
-            encoding = (entityID, RecordEncodingSession(layout: store.binding.layout(of: entityID)))
-            lastEncoding = (key, encoding.entityID, encoding.session)
-        }
-        do {
-            return (encoding.entityID, try encoding.session.encode(record))
-        } catch {
-            throw StrataError.recordCoding(reason: "\(error)")
-        }
+        try encodings.encode(record, in: store)
     }
 
     /// A context on `store`.

@@ -68,6 +68,8 @@ extension Store {
         let graph: GraphTransaction
         /// The record types inserted through the bulk path so far (a few: searched in turn).
         @exclusivity(unchecked) private var bulkTargets: [BulkInsertTarget] = []
+        /// Encodes the records `insert` (outside the bulk path) and `update` take.
+        @exclusivity(unchecked) private var encodings = RecordEncodings()
 
         init(store: Store, transaction: RecordTransaction) {
             self.store = store
@@ -85,7 +87,7 @@ extension Store {
             if let target = try bulkTarget(for: Record.self), graph.isIdle {
                 return RecordID(rawValue: try insert(record, into: target))
             }
-            let (entityID, bytes) = try store.encode(record)
+            let (entityID, bytes) = try encodings.encode(record, in: store)
             try store.engine.checkInsertable(entityID)
             if let existing = try store.translating({
                 try graph.transaction.uniqueMatch(entityID: entityID, schemaVersion: store.binding.versionID, bytes: bytes)
@@ -110,7 +112,7 @@ extension Store {
         ///   when another record holds one of its new unique values; `.danglingReference`,
         ///   `.requiredRelationship`, `.recordCoding`, storage errors.
         public func update<Record: PersistentRecord>(_ id: RecordID<Record>, to record: Record) throws {
-            var (entityID, bytes) = try store.encode(record)
+            var (entityID, bytes) = try encodings.encode(record, in: store)
             guard let concreteID = try graph.locate(entityID: entityID, id: id.rawValue) else {
                 throw StrataError.recordNotFound(id.description)
             }
