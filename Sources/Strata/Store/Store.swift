@@ -297,7 +297,8 @@ extension Store {
 /// session on the layout of the type last encoded, which reuses its state, buffer and learned
 /// field order from record to record: a loop inserting or updating one type allocates one
 /// array per record (a new encoder per record made and freed its state and three buffers:
-/// about 1,400 instructions of an update's 9,300). Not thread-safe: one owner, one thread.
+/// about 2,400 instructions of a `store.write` update's 9,200). Not thread-safe: one owner,
+/// one thread.
 struct RecordEncodings {
     private var last: (type: ObjectIdentifier, entityID: UInt32, session: RecordEncodingSession)?
 
