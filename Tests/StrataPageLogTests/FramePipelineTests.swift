@@ -155,6 +155,17 @@ import StrataTestSupport
     static let mixTransactions = 120
     #endif
 
+    /// Small options with every page write pipelined and the worker never started: frames stay
+    /// in flight until a transaction places them.
+    static func framesStayInFlight() -> PageLogOptions {
+        var options = smallOptions()
+        options.framePipeline = true
+        options.framePipelineThreshold = 0
+        options.framePipelineBytes = 1 << 20
+        options.framePipelineWorkerStarts = false
+        return options
+    }
+
     /// The same mix without the pipeline, with it, and with it but its worker never started —
     /// every frame then built by the transaction as it places the frames in flight (commit,
     /// read, free) — writes the same files.
@@ -297,11 +308,7 @@ import StrataTestSupport
     /// write buffer and not yet flushed, places them all first. Every read returns the
     /// transaction's own content.
     @Test func aReadWaitsOnlyForTheFramesItNeeds() throws {
-        var options = smallOptions()
-        options.framePipeline = true
-        options.framePipelineThreshold = 0
-        options.framePipelineBytes = 1 << 20
-        options.framePipelineWorkerStarts = false  // frames stay in flight until a transaction places them
+        var options = Self.framesStayInFlight()
         options.writeBufferSize = 1 << 20  // placed frames stay in the buffer until the commit
         options.segmentSize = 8 << 20
         let log = try PageLog.open(directory: storePath, fileSystem: MemoryFileSystem(), options: options)
@@ -353,11 +360,7 @@ import StrataTestSupport
     /// flight, built, and takes effect in its turn — a read or a second free of the page places
     /// them first, the page reads as gone, and it is gone after the commit and a reopen.
     @Test func aFreeJoinsTheFramesInFlight() throws {
-        var options = smallOptions()
-        options.framePipeline = true
-        options.framePipelineThreshold = 0
-        options.framePipelineBytes = 1 << 20
-        options.framePipelineWorkerStarts = false  // frames stay in flight until a transaction places them
+        var options = Self.framesStayInFlight()
         let fs = MemoryFileSystem()
         let log = try PageLog.open(directory: storePath, fileSystem: fs, options: options)
         var random = SeededRandom(seed: 0x9199_0061)
