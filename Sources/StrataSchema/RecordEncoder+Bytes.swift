@@ -134,13 +134,10 @@ package final class RecordEncodingSession {
     /// The last record's state reset for a record of `type`, or a new one when there is none
     /// or a record kept it.
     private func reusableState(for type: Any.Type) -> RecordEncodingState {
-        if var state = current {
-            current = nil
-            if isKnownUniquelyReferenced(&state) {
-                state.reset(type: type)
-                current = state
-                return state
-            }
+        // Checked in place (no reference taken first), so a reused state costs one retain.
+        if isKnownUniquelyReferenced(&current), let state = current {
+            state.reset(type: type)
+            return state
         }
         let state = RecordEncodingState(type: type, layout: layout)
         current = state

@@ -96,8 +96,7 @@ final class RecordEncodingState {
         slots = .allocate(capacity: max(slotCount, 1))
         slots.initialize(repeating: .empty, count: max(slotCount, 1))
         scratch = RecordScratch(capacity: layout.map { $0.estimatedRecordSize + Self.headerRoom } ?? 0)
-        scratch.reserve(Self.headerRoom)
-        for _ in 0..<Self.headerRoom { scratch.append(0) }
+        scratch.removeAll(keepingRoom: Self.headerRoom)
         reordered = RecordScratch(capacity: 0)
     }
 
@@ -120,9 +119,8 @@ final class RecordEncodingState {
             reordered.deallocate()
             reordered = RecordScratch(capacity: 0)
         }
-        scratch.removeAll()
-        for _ in 0..<Self.headerRoom { scratch.append(0) }
-        for position in 0..<slotCount { slots[position] = .empty }
+        scratch.removeAll(keepingRoom: Self.headerRoom)
+        slots.update(repeating: .empty, count: slotCount)
         writtenCount = 0
         holdsReferences = false
         lastPosition = -1
@@ -160,6 +158,42 @@ final class RecordEncodingState {
         store(forKey: name, isNull: false, isReferences: false, value: .string(value)) { $0.append(string: value) }
     }
 
+    /// Stores an integer: what `store(.int(value), forKey:)` stores, without the `Value`.
+    @inline(__always)
+    func store(int value: Int64, forKey name: String) {
+        store(forKey: name, isNull: false, isReferences: false, value: .int(value)) { sink in
+            sink.append(ValueTag.int.rawValue)
+            sink.appendZigZag(value)
+        }
+    }
+
+    /// Stores a Boolean: what `store(.bool(value), forKey:)` stores, without the `Value`.
+    @inline(__always)
+    func store(bool value: Bool, forKey name: String) {
+        store(forKey: name, isNull: false, isReferences: false, value: .bool(value)) {
+            $0.append(value ? ValueTag.true.rawValue : ValueTag.false.rawValue)
+        }
+    }
+
+    /// Stores a floating-point number: what `store(.double(value), forKey:)` stores, without
+    /// the `Value`.
+    @inline(__always)
+    func store(double value: Double, forKey name: String) {
+        store(forKey: name, isNull: false, isReferences: false, value: .double(value)) { sink in
+            sink.append(ValueTag.double.rawValue)
+            sink.append(value.bitPattern)
+        }
+    }
+
+    /// Stores a date: what `store(.date(value), forKey:)` stores, without the `Value`.
+    @inline(__always)
+    func store(date value: Date, forKey name: String) {
+        store(forKey: name, isNull: false, isReferences: false, value: .date(value)) { sink in
+            sink.append(ValueTag.date.rawValue)
+            sink.append(value.timeIntervalSinceReferenceDate.bitPattern)
+        }
+    }
+
     /// Stores a data value (`Data` or `[UInt8]`): what `store(.data(bytes), forKey:)` stores,
     /// with no `[UInt8]` and no `Value` made; a large payload is kept by reference (see the
     /// type's comment).
@@ -181,6 +215,13 @@ final class RecordEncodingState {
     func store<T: Encodable>(encodable value: T, forKey name: String) throws(RecordCodingError) {
         if T.self == Data.self { return store(data: .data(unsafeBitCast(value, to: Data.self)), forKey: name) }
         if T.self == [UInt8].self { return store(data: .bytes(unsafeBitCast(value, to: [UInt8].self)), forKey: name) }
+        // The scalars `ValueConversion.value(of:attribute:)` tells by metatype, written straight.
+        if T.self == String.self { return store(string: unsafeBitCast(value, to: String.self), forKey: name) }
+        if T.self == Date.self { return store(date: unsafeBitCast(value, to: Date.self), forKey: name) }
+        if T.self == Int.self { return store(int: Int64(unsafeBitCast(value, to: Int.self)), forKey: name) }
+        if T.self == Double.self { return store(double: unsafeBitCast(value, to: Double.self), forKey: name) }
+        if T.self == Bool.self { return store(bool: unsafeBitCast(value, to: Bool.self), forKey: name) }
+        if T.self == Int64.self { return store(int: unsafeBitCast(value, to: Int64.self), forKey: name) }
         store(try ValueConversion.value(of: value, attribute: name), forKey: name)
     }
 
@@ -218,9 +259,10 @@ final class RecordEncodingState {
         let fieldsStart = Self.headerRoom
         guard disordered || !payloads.isEmpty else {
             // The fields are the record's: its header goes right before them.
-            let start = writeHeader(count: writtenCount, references: holdsReferences, endingAt: fieldsStart)
+            let start = Self.writeHeader(count: writtenCount, references: holdsReferences, endingAt: fieldsStart, in: scratch)
             return UnsafeRawBufferPointer(rebasing: scratch.bytes[start...])
         }
+        guard !payloads.isEmpty else { return reorderedFields() }
         let shape = assembledShape()
         reordered.removeAll()
         reordered.reserve(Self.headerRoom + shape.size)
@@ -319,11 +361,30 @@ final class RecordEncodingState {
         payloads.removeAll()
     }
 
-    /// Writes the record header (format byte, field count) into `scratch` so that it ends at
-    /// `end`; returns where it starts.
-    private func writeHeader(count: Int, references: Bool, endingAt end: Int) -> Int {
+    /// The record, its fields out of order and no payload kept by reference: the fields
+    /// copied into `reordered` in position (= id) order, one pass, after room for the header,
+    /// which is written last (what `writeAssembled` writes, without its shape pass or payloads).
+    private func reorderedFields() -> UnsafeRawBufferPointer {
+        reordered.removeAll(keepingRoom: Self.headerRoom)
+        reordered.reserve(scratch.count)  // the fields are a part of the scratch's bytes
+        let fields = scratch.base
+        var count = 0, references = false
+        for position in 0..<slotCount {
+            let slot = slots[position]
+            guard slot.end > slot.start else { continue }
+            reordered.append(raw: UnsafeRawBufferPointer(start: fields + slot.start, count: slot.end - slot.start))
+            count += 1
+            if slot.isReferences { references = true }
+        }
+        let start = Self.writeHeader(count: count, references: references, endingAt: Self.headerRoom, in: reordered)
+        return UnsafeRawBufferPointer(rebasing: reordered.bytes[start...])
+    }
+
+    /// Writes the record header (format byte, field count) into the room kept for it in
+    /// `buffer` so that it ends at `end`; returns where it starts.
+    private static func writeHeader(count: Int, references: Bool, endingAt end: Int, in buffer: RecordScratch) -> Int {
         let start = end - 1 - RecordScratch.varintLength(UInt64(count))
-        var header = scratch.overwriting(at: start)
+        var header = buffer.overwriting(at: start)
         header.append(references ? RecordCodec.referencesFormat : RecordCodec.baseFormat)
         header.appendVarint(UInt64(count))
         return start
@@ -370,14 +431,14 @@ struct RecordKeyedEncodingContainer<Key: CodingKey>: KeyedEncodingContainerProto
 
     // The concrete overloads synthesized conformances call: no generic conversion.
     mutating func encode(_ value: String, forKey key: Key) throws { state.store(string: value, forKey: key.stringValue) }
-    mutating func encode(_ value: Bool, forKey key: Key) throws { state.store(.bool(value), forKey: key.stringValue) }
-    mutating func encode(_ value: Double, forKey key: Key) throws { state.store(.double(value), forKey: key.stringValue) }
-    mutating func encode(_ value: Float, forKey key: Key) throws { state.store(.double(Double(value)), forKey: key.stringValue) }
-    mutating func encode(_ value: Int, forKey key: Key) throws { state.store(.int(Int64(value)), forKey: key.stringValue) }
+    mutating func encode(_ value: Bool, forKey key: Key) throws { state.store(bool: value, forKey: key.stringValue) }
+    mutating func encode(_ value: Double, forKey key: Key) throws { state.store(double: value, forKey: key.stringValue) }
+    mutating func encode(_ value: Float, forKey key: Key) throws { state.store(double: Double(value), forKey: key.stringValue) }
+    mutating func encode(_ value: Int, forKey key: Key) throws { state.store(int: Int64(value), forKey: key.stringValue) }
     mutating func encode(_ value: Int8, forKey key: Key) throws { state.store(.int(Int64(value)), forKey: key.stringValue) }
     mutating func encode(_ value: Int16, forKey key: Key) throws { state.store(.int(Int64(value)), forKey: key.stringValue) }
     mutating func encode(_ value: Int32, forKey key: Key) throws { state.store(.int(Int64(value)), forKey: key.stringValue) }
-    mutating func encode(_ value: Int64, forKey key: Key) throws { state.store(.int(value), forKey: key.stringValue) }
+    mutating func encode(_ value: Int64, forKey key: Key) throws { state.store(int: value, forKey: key.stringValue) }
     mutating func encode(_ value: UInt8, forKey key: Key) throws { state.store(.int(Int64(value)), forKey: key.stringValue) }
     mutating func encode(_ value: UInt16, forKey key: Key) throws { state.store(.int(Int64(value)), forKey: key.stringValue) }
     mutating func encode(_ value: UInt32, forKey key: Key) throws { state.store(.int(Int64(value)), forKey: key.stringValue) }

@@ -181,6 +181,14 @@ struct RecordScratch: RecordByteSink {
     @inline(__always)
     mutating func removeAll() { count = 0 }
 
+    /// Forgets the bytes written but the first `length`, which become unspecified bytes kept
+    /// for a header written later (`overwriting(at:)`); `length` ≤ the capacity.
+    @inline(__always)
+    mutating func removeAll(keepingRoom length: Int) {
+        reserve(length)
+        count = length
+    }
+
     /// Makes room for `extra` more bytes.
     @inline(__always)
     mutating func reserve(_ extra: Int) {

@@ -18,15 +18,15 @@ public struct RecordWriter {
     /// Stores a text attribute.
     public mutating func encode(_ value: String, forKey name: String) { state.store(string: value, forKey: name) }
     /// Stores a Boolean attribute.
-    public mutating func encode(_ value: Bool, forKey name: String) { state.store(.bool(value), forKey: name) }
+    public mutating func encode(_ value: Bool, forKey name: String) { state.store(bool: value, forKey: name) }
     /// Stores an integer attribute.
-    public mutating func encode(_ value: Int, forKey name: String) { state.store(.int(Int64(value)), forKey: name) }
+    public mutating func encode(_ value: Int, forKey name: String) { state.store(int: Int64(value), forKey: name) }
     /// Stores a 64-bit integer attribute.
-    public mutating func encode(_ value: Int64, forKey name: String) { state.store(.int(value), forKey: name) }
+    public mutating func encode(_ value: Int64, forKey name: String) { state.store(int: value, forKey: name) }
     /// Stores a floating-point attribute.
-    public mutating func encode(_ value: Double, forKey name: String) { state.store(.double(value), forKey: name) }
+    public mutating func encode(_ value: Double, forKey name: String) { state.store(double: value, forKey: name) }
     /// Stores a date attribute.
-    public mutating func encode(_ value: Date, forKey name: String) { state.store(.date(value), forKey: name) }
+    public mutating func encode(_ value: Date, forKey name: String) { state.store(date: value, forKey: name) }
     /// Stores a UUID attribute.
     public mutating func encode(_ value: UUID, forKey name: String) { state.store(.uuid(value), forKey: name) }
     /// Stores a data attribute.

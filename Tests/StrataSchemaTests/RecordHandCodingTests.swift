@@ -88,6 +88,11 @@ struct HandCodedSample: PersistentRecord, Equatable {
         for round in 0..<500 {
             let sample = Self.randomSample(&random)
             let codable = try encoder.encode(sample, layout: layout)
+            // Both paths write scalars straight to bytes: the reference is the encoding of the
+            // record's values (`Value`s by id, `RecordCodec.encode`).
+            var byID: [UInt32: Value] = [:]
+            for (name, value) in try encoder.encode(sample) { byID[try #require(layout.attributeIDs[name])] = value }
+            #expect(codable == RecordCodec.encode(byID), "round \(round), seed \(seed)")
             #expect(try encoder.encode(HandCodedSample(sample), layout: layout) == codable, "round \(round), seed \(seed)")
             #expect(try handSession.encode(HandCodedSample(sample)) == (try session.encode(sample)), "round \(round), seed \(seed)")
             let decoded = try codable.withUnsafeBytes { try decoder.decode(HandCodedSample.self, bytes: $0, layout: layout) }
