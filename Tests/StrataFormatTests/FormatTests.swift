@@ -282,6 +282,43 @@ import StrataTestSupport
         #expect(LZ4Codec.bound(-1) == 0)
         #expect(LZ4Codec.bound(LZ4Codec.maximumInputSize + 1) == 0)
     }
+
+    /// A reused compression state gives the bytes of one-shot compression (`LZ4_compress_default`)
+    /// whatever it compressed before — large or small, compressible or not, the same input
+    /// again — so the frame pipeline's worker and the writer write the same frames; each
+    /// output decompresses to its input.
+    @Test func aReusedStateCompressesAsOneShotCompressionDoes() throws {
+        let seed = SeededRandom.seed(default: 0x1A4)
+        print("FrameTests.aReusedStateCompressesAsOneShotCompressionDoes seed: \(seed)")
+        var random = SeededRandom(seed: seed)
+        let compressor = try #require(LZ4Compressor())
+        let words = ["alpha ", "beta ", "gamma ", "ref ", "1234 ", "lorem ", "ipsum "].map { Array($0.utf8) }
+        var previous: [UInt8] = []
+        for round in 0..<300 {
+            let count = [64, 100, 1024, 1500, 4096, 16_384, 70_000][Int(random.next() % 7)]
+            var source: [UInt8]
+            switch random.next() % 4 {
+            case 0: source = random.bytes(count)  // does not compress
+            case 1 where !previous.isEmpty: source = previous  // what the state just compressed
+            default:
+                source = []
+                while source.count < count { source += words[Int(random.next() % UInt64(words.count))] }
+                source.removeLast(source.count - count)
+            }
+            var oneShot = [UInt8](repeating: 0, count: LZ4Codec.bound(source.count))
+            var reused = oneShot
+            let expected = source.withUnsafeBytes { source in oneShot.withUnsafeMutableBytes { LZ4Codec.compress(source, into: $0) } }
+            let written = source.withUnsafeBytes { source in reused.withUnsafeMutableBytes { LZ4Codec.compress(source, into: $0, using: compressor) } }
+            let length = try #require(written, "round \(round), seed \(seed)")
+            #expect(written == expected && reused[..<length] == oneShot[..<length], "round \(round), seed \(seed)")
+            var back = [UInt8](repeating: 0, count: source.count)
+            try reused.withUnsafeBytes { stored in
+                try back.withUnsafeMutableBytes { try LZ4Codec.decompress(UnsafeRawBufferPointer(rebasing: stored[..<length]), into: $0) }
+            }
+            #expect(back == source, "round \(round), seed \(seed)")
+            previous = source
+        }
+    }
 }
 
 @Suite struct StructureTests {
