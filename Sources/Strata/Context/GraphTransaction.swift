@@ -91,6 +91,29 @@ final class GraphTransaction {
         return true
     }
 
+    /// Replaces record `id` of entity `entityID` at once — true, or false when there is no such
+    /// record — when nothing is staged and the entity has neither relationships nor
+    /// sub-entities: nothing to maintain, and the record can only be in the entity's own tree,
+    /// so locating, staging and committing it would only add work (`Store.write`'s updates).
+    /// Nil, doing nothing, otherwise.
+    func updateNow(entityID: UInt32, id: UInt64, bytes: [UInt8]) throws -> Bool? {
+        guard isIdle, standsAlone(entityID) else { return nil }
+        return try store.translating { try tree(entityID).update(id, bytes: bytes) }
+    }
+
+    /// Deletes record `id` of entity `entityID` at once — true, or false when there is no such
+    /// record — under the conditions of `updateNow`: with no relationships there are no delete
+    /// rules to run and no inverses to maintain. Nil, doing nothing, otherwise.
+    func deleteNow(entityID: UInt32, id: UInt64) throws -> Bool? {
+        guard isIdle, standsAlone(entityID) else { return nil }
+        return try store.translating { try tree(entityID).delete(id) }
+    }
+
+    /// Whether `entityID` has no relationships and no sub-entities.
+    private func standsAlone(_ entityID: UInt32) -> Bool {
+        model.relationships(of: entityID).isEmpty && model.family(of: entityID).count == 1
+    }
+
     /// Stages the deletion of record `id` of entity `entityID` (its concrete entity).
     func stageDelete(entityID: UInt32, id: UInt64) {
         deletes.append(Key(entityID: entityID, id: id))

@@ -113,6 +113,10 @@ extension Store {
         ///   `.requiredRelationship`, `.recordCoding`, storage errors.
         public func update<Record: PersistentRecord>(_ id: RecordID<Record>, to record: Record) throws {
             var (entityID, bytes) = try encodings.encode(record, in: store)
+            if let updated = try graph.updateNow(entityID: entityID, id: id.rawValue, bytes: bytes) {
+                guard updated else { throw StrataError.recordNotFound(id.description) }
+                return
+            }
             guard let concreteID = try graph.locate(entityID: entityID, id: id.rawValue) else {
                 throw StrataError.recordNotFound(id.description)
             }
@@ -128,7 +132,9 @@ extension Store {
         /// - Throws: `StrataError.deleteDenied`, `.requiredRelationship`, storage errors.
         @discardableResult
         public func delete<Record: PersistentRecord>(_ id: RecordID<Record>) throws -> Bool {
-            guard let entityID = try graph.locate(entityID: try store.entityID(of: Record.self), id: id.rawValue) else { return false }
+            let declaredID = try store.entityID(of: Record.self)
+            if let deleted = try graph.deleteNow(entityID: declaredID, id: id.rawValue) { return deleted }
+            guard let entityID = try graph.locate(entityID: declaredID, id: id.rawValue) else { return false }
             graph.stageDelete(entityID: entityID, id: id.rawValue)
             try store.translating { try graph.commit() }
             return true
