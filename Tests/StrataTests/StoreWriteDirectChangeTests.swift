@@ -7,10 +7,11 @@ import Testing
 import Strata
 import StrataTestSupport
 
-/// `Store.write`'s updates and deletes of a record whose entity has no relationships and no
-/// sub-entities go straight to its tree (`GraphTransaction.updateNow` / `deleteNow`), with
-/// no record located, staged and committed first. They must change the store and its history
-/// exactly as the general path does — which `Context` takes for every change.
+/// Changes of records whose entity has no relationships go straight to their trees:
+/// `Store.write`'s updates and deletes (`GraphTransaction.updateNow` / `deleteNow`, entities
+/// without sub-entities too) and a save of deletes only (`writeDeletes`), with no record
+/// located, staged and committed through the overlay first. They must change the store and its
+/// history exactly as the general path does.
 @Suite struct StoreWriteDirectChangeTests {
     /// The same seeded run of updates and deletes — of records that exist, that were deleted
     /// earlier in the run, and that never existed — through `Store.write` (one change per
@@ -64,6 +65,49 @@ import StrataTestSupport
         let directChanges = try direct.fetchHistory(HistoryDescriptor(after: start)).flatMap { Array($0.changes) }
         let generalChanges = try general.fetchHistory(HistoryDescriptor(after: start)).flatMap { Array($0.changes) }
         #expect(directChanges.count > 300)
+        #expect(directChanges == generalChanges)
+        try direct.close()
+        try general.close()
+    }
+
+    /// Saves of deletes only take the direct path; the same deletes saved with a change that
+    /// leaves a record as it was (an update to its own values: no history entry) take the
+    /// general one. Seeded batches — ids that exist, were deleted in an earlier batch, appear
+    /// twice in a batch, never existed — give the same records and the same history in both
+    /// stores.
+    @Test func savesOfDeletesMatchTheGeneralPath() throws {
+        let seed = SeededRandom.seed(default: 0xDE1E7E)
+        print("StoreWriteDirectChangeTests.savesOfDeletesMatchTheGeneralPath seed: \(seed)")
+        var random = SeededRandom(seed: seed)
+        let folder = try temporaryDirectory()
+        defer { removeDirectory(folder) }
+        let direct = try Store(at: folder + "/direct", for: [Person.self, Pet.self])
+        let general = try Store(at: folder + "/general", for: [Person.self, Pet.self])
+        var ids: [RecordID<Person>] = []
+        for store in [direct, general] {
+            ids = try store.write { transaction in try (0..<300).map { try transaction.insert(StoreTests.person($0)) } }
+        }
+        let sentinel = ids[0], start = try direct.fetchHistory().last?.token
+        let directContext = Context(direct), generalContext = Context(general)
+        for batch in 0..<40 {
+            var picked = (0..<Int(1 + random.next() % 12)).map { _ in ids[1 + Int(random.next() % UInt64(ids.count - 1))] }
+            if batch % 5 == 0 { picked.append(RecordID(rawValue: 9_000_000 + UInt64(batch))) }  // never existed
+            if let first = picked.first { picked.append(first) }  // twice in the batch
+            for id in picked {
+                try directContext.delete(id)
+                try generalContext.delete(id)
+            }
+            try generalContext.update(sentinel, to: StoreTests.person(0))  // unchanged: forces the general path
+            try directContext.save()
+            try generalContext.save()
+        }
+        let all = FetchDescriptor<Person>(sortBy: [RecordSort(\.createdAt), RecordSort(\.fullName)])
+        let directRecords = try Context(direct).fetch(all), generalRecords = try Context(general).fetch(all)
+        #expect(directRecords == generalRecords)
+        #expect(directRecords.count < 250, "the batches deleted records")
+        let directChanges = try direct.fetchHistory(HistoryDescriptor(after: start)).flatMap { Array($0.changes) }
+        let generalChanges = try general.fetchHistory(HistoryDescriptor(after: start)).flatMap { Array($0.changes) }
+        #expect(directChanges.count >= 50 && directChanges.allSatisfy { $0.kind == .delete })
         #expect(directChanges == generalChanges)
         try direct.close()
         try general.close()

@@ -140,6 +140,9 @@ final class GraphTransaction {
         if deletes.isEmpty, !upsertsHaveRelationships() {
             return try writeUpserts()  // nothing to maintain (bulk inserts): no overlay
         }
+        if upserts.isEmpty, deletes.allSatisfy({ model.relationships(of: $0.entityID).isEmpty }) {
+            return try writeDeletes()  // no delete rules to run, no inverses: no overlay
+        }
         for upsert in upserts {
             overlay[upsert.key] = .bytes(upsert.bytes)
             dirty.insert(upsert.key)
@@ -287,6 +290,27 @@ final class GraphTransaction {
                 } else if try !tree.update(key.id, bytes: bytes) {
                     throw StrataError.recordNotFound("\(describe(key)) (deleted by another context)")
                 }
+            }
+        }
+    }
+
+    /// Deletes the staged records as they are — of entities without relationships, nothing else
+    /// staged — in key order, as `write()` would: a record already gone (deleted by another
+    /// context) is skipped.
+    private func writeDeletes() throws {
+        let schemaVersion = store.binding.versionID
+        if deletes.indices.dropFirst().contains(where: { deletes[$0] < deletes[$0 - 1] }) { deletes.sort() }
+        try store.translating {
+            var current: (entityID: UInt32, tree: RecordTreeWriter)?
+            for key in deletes {
+                let tree: RecordTreeWriter
+                if let current, current.entityID == key.entityID {
+                    tree = current.tree
+                } else {
+                    tree = transaction.tree(for: key.entityID, schemaVersion: schemaVersion)
+                    current = (key.entityID, tree)
+                }
+                _ = try tree.delete(key.id)
             }
         }
     }
