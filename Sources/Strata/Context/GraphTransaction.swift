@@ -137,11 +137,8 @@ final class GraphTransaction {
     ///   `.recordCoding`, storage errors. The record-store transaction must then be abandoned.
     func commit() throws {
         defer { reset() }
-        if deletes.isEmpty, !upsertsHaveRelationships() {
-            return try writeUpserts()  // nothing to maintain (bulk inserts): no overlay
-        }
-        if upserts.isEmpty, deletes.allSatisfy({ model.relationships(of: $0.entityID).isEmpty }) {
-            return try writeDeletes()  // no delete rules to run, no inverses: no overlay
+        if !upsertsHaveRelationships(), deletes.allSatisfy({ model.relationships(of: $0.entityID).isEmpty }), changesAreDisjoint() {
+            return try writeDirect()  // nothing to maintain (bulk inserts, plain records): no overlay
         }
         for upsert in upserts {
             overlay[upsert.key] = .bytes(upsert.bytes)
@@ -294,64 +291,56 @@ final class GraphTransaction {
         }
     }
 
-    /// Deletes the staged records as they are — of entities without relationships, nothing else
-    /// staged — in key order, as `write()` would: a record already gone (deleted by another
-    /// context) is skipped.
-    private func writeDeletes() throws {
-        let schemaVersion = store.binding.versionID
-        if deletes.indices.dropFirst().contains(where: { deletes[$0] < deletes[$0 - 1] }) { deletes.sort() }
-        try store.translating {
-            var current: (entityID: UInt32, tree: RecordTreeWriter)?
-            for key in deletes {
-                let tree: RecordTreeWriter
-                if let current, current.entityID == key.entityID {
-                    tree = current.tree
-                } else {
-                    tree = transaction.tree(for: key.entityID, schemaVersion: schemaVersion)
-                    current = (key.entityID, tree)
-                }
-                _ = try tree.delete(key.id)
-            }
-        }
+    /// Whether no record is both deleted and inserted or updated by the staged changes (always
+    /// so for `Context.save()`, which keeps one change per record, and `Store.write`, which
+    /// commits each change): else the general path decides (a delete wins).
+    private func changesAreDisjoint() -> Bool {
+        guard !deletes.isEmpty, !upserts.isEmpty else { return true }
+        let deleted = Set(deletes)
+        return !upserts.contains { deleted.contains($0.key) }
     }
 
-    /// Writes the staged upserts as they are, in key order.
-    private func writeUpserts() throws {
+    /// Writes the staged changes as they are, when there is nothing to maintain (no entity of
+    /// theirs has relationships): per entity in ascending id order, its deletes, then its
+    /// updates, then its inserts, each by id — the order `write()` gives them (`rank`: a unique
+    /// value freed by a delete or an update can be taken by an insert of the same save). A
+    /// record already deleted (by another context) is skipped; an update of one throws. The
+    /// entity's updates replace a leaf's records in one pass.
+    private func writeDirect() throws {
         let schemaVersion = store.binding.versionID
+        // Staged in this order already (`Context.write`): then only checked, not sorted (no
+        // copy of each upsert).
+        if deletes.indices.dropFirst().contains(where: { deletes[$0] < deletes[$0 - 1] }) { deletes.sort() }
+        func order(_ index: Int) -> (UInt32, Int, UInt64) {
+            (upserts[index].key.entityID, upserts[index].isNew ? 1 : 0, upserts[index].key.id)
+        }
+        if upserts.indices.dropFirst().contains(where: { order($0) < order($0 - 1) }) {
+            upserts.sort { ($0.key.entityID, $0.isNew ? 1 : 0, $0.key.id) < ($1.key.entityID, $1.isNew ? 1 : 0, $1.key.id) }
+        }
         try store.translating {
-            // Per entity, updates before inserts (see `rank`). Staged in this order already
-            // (`Context.write`): then it is only checked, not sorted (no copy of each upsert).
-            func order(_ index: Int) -> (UInt32, Int, UInt64) {
-                (upserts[index].key.entityID, upserts[index].isNew ? 1 : 0, upserts[index].key.id)
-            }
-            if upserts.indices.dropFirst().contains(where: { order($0) < order($0 - 1) }) {
-                upserts.sort { ($0.key.entityID, $0.isNew ? 1 : 0, $0.key.id) < ($1.key.entityID, $1.isNew ? 1 : 0, $1.key.id) }
-            }
-            var current: (entityID: UInt32, tree: RecordTreeWriter)?
-            var index = 0
-            while index < upserts.count {
-                let key = upserts[index].key
-                let tree: RecordTreeWriter
-                if let current, current.entityID == key.entityID {
-                    tree = current.tree
-                } else {
-                    tree = transaction.tree(for: key.entityID, schemaVersion: schemaVersion)
-                    current = (key.entityID, tree)
+            var nextDelete = 0, nextUpsert = 0
+            while nextDelete < deletes.count || nextUpsert < upserts.count {
+                let entityID = min(nextDelete < deletes.count ? deletes[nextDelete].entityID : .max,
+                                   nextUpsert < upserts.count ? upserts[nextUpsert].key.entityID : .max)
+                let tree = transaction.tree(for: entityID, schemaVersion: schemaVersion)
+                while nextDelete < deletes.count, deletes[nextDelete].entityID == entityID {
+                    _ = try tree.delete(deletes[nextDelete].id)
+                    nextDelete += 1
                 }
-                if upserts[index].isNew {
-                    try insert(key, upserts[index].bytes, into: tree)
-                    index += 1
-                    continue
+                var end = nextUpsert
+                while end < upserts.count, upserts[end].key.entityID == entityID, !upserts[end].isNew { end += 1 }
+                if end > nextUpsert {
+                    let first = nextUpsert
+                    if let missing = try tree.update(count: end - first, id: { upserts[first + $0].key.id },
+                                                     bytes: { upserts[first + $0].bytes }) {
+                        throw StrataError.recordNotFound("\(describe(Key(entityID: entityID, id: missing))) (deleted by another context)")
+                    }
+                    nextUpsert = end
                 }
-                // The entity's updates, in id order: a leaf's records replaced in one pass.
-                var end = index + 1
-                while end < upserts.count, upserts[end].key.entityID == key.entityID, !upserts[end].isNew { end += 1 }
-                let first = index
-                if let missing = try tree.update(count: end - first, id: { upserts[first + $0].key.id },
-                                                 bytes: { upserts[first + $0].bytes }) {
-                    throw StrataError.recordNotFound("\(describe(Key(entityID: key.entityID, id: missing))) (deleted by another context)")
+                while nextUpsert < upserts.count, upserts[nextUpsert].key.entityID == entityID {
+                    try insert(upserts[nextUpsert].key, upserts[nextUpsert].bytes, into: tree)
+                    nextUpsert += 1
                 }
-                index = end
             }
         }
     }
