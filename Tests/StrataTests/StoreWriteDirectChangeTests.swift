@@ -35,6 +35,23 @@ import StrataTestSupport
         try context.update(tag, to: Tag(label: tagLabel))
     }
 
+    /// Expects both stores to hold the same persons and the same history changes after
+    /// `start`, closes them, and returns the direct store's persons and changes for the test's
+    /// own checks.
+    static func expectTheSameOutcome(_ direct: Store, _ general: Store, after start: HistoryToken?,
+                                     sourceLocation: SourceLocation = #_sourceLocation) throws
+        -> (records: [Identified<Person>], changes: [HistoryChange]) {
+        let all = FetchDescriptor<Person>(sortBy: [RecordSort(\.createdAt), RecordSort(\.fullName), RecordSort(\.note)])
+        let directRecords = try Context(direct).fetch(all), generalRecords = try Context(general).fetch(all)
+        #expect(directRecords == generalRecords, sourceLocation: sourceLocation)
+        let directChanges = try direct.fetchHistory(HistoryDescriptor(after: start)).flatMap { Array($0.changes) }
+        let generalChanges = try general.fetchHistory(HistoryDescriptor(after: start)).flatMap { Array($0.changes) }
+        #expect(directChanges == generalChanges, sourceLocation: sourceLocation)
+        try direct.close()
+        try general.close()
+        return (directRecords, directChanges)
+    }
+
     /// The same seeded run of updates and deletes — of records that exist, that were deleted
     /// earlier in the run, and that never existed — through `Store.write` (one change per
     /// write) in one store and through `Context` (one change per save) in another, each delete
@@ -77,16 +94,9 @@ import StrataTestSupport
                 }
             }
         }
-        let all = FetchDescriptor<Person>(sortBy: [RecordSort(\.createdAt), RecordSort(\.fullName)])
-        let directRecords = try Context(direct).fetch(all), generalRecords = try Context(general).fetch(all)
-        #expect(directRecords == generalRecords)
-        #expect(directRecords.count < 200, "the run deleted records")
-        let directChanges = try direct.fetchHistory(HistoryDescriptor(after: start)).flatMap { Array($0.changes) }
-        let generalChanges = try general.fetchHistory(HistoryDescriptor(after: start)).flatMap { Array($0.changes) }
-        #expect(directChanges.count > 300)
-        #expect(directChanges == generalChanges)
-        try direct.close()
-        try general.close()
+        let outcome = try Self.expectTheSameOutcome(direct, general, after: start)
+        #expect(outcome.records.count < 200, "the run deleted records")
+        #expect(outcome.changes.count > 300)
     }
 
     /// Saves mixing deletes, updates and inserts of plain records take the direct path; the
@@ -98,7 +108,8 @@ import StrataTestSupport
         var random = SeededRandom(seed: seed)
         let folder = try temporaryDirectory()
         defer { removeDirectory(folder) }
-        var (direct, general, ids, tag) = try Self.twoStores(in: folder, persons: 200)
+        let (direct, general, firstIDs, tag) = try Self.twoStores(in: folder, persons: 200)
+        var ids = firstIDs
         let start = try direct.fetchHistory().last?.token
         let directContext = Context(direct), generalContext = Context(general)
         for batch in 0..<60 {
@@ -123,15 +134,9 @@ import StrataTestSupport
             try directContext.save()
             try generalContext.save()
         }
-        let all = FetchDescriptor<Person>(sortBy: [RecordSort(\.createdAt), RecordSort(\.fullName), RecordSort(\.note)])
-        #expect(try Context(direct).fetch(all) == Context(general).fetch(all))
-        let directChanges = try direct.fetchHistory(HistoryDescriptor(after: start)).flatMap { Array($0.changes) }
-        let generalChanges = try general.fetchHistory(HistoryDescriptor(after: start)).flatMap { Array($0.changes) }
-        #expect(directChanges.count > 150 && directChanges.allSatisfy { $0.entityName == "Person" })
-        #expect(Set(directChanges.map(\.kind)).count == 3, "inserts, updates and deletes")
-        #expect(directChanges == generalChanges)
-        try direct.close()
-        try general.close()
+        let changes = try Self.expectTheSameOutcome(direct, general, after: start).changes
+        #expect(changes.count > 150 && changes.allSatisfy { $0.entityName == "Person" })
+        #expect(Set(changes.map(\.kind)).count == 3, "inserts, updates and deletes")
     }
 
     /// Saves of deletes only take the direct path; the same deletes saved with
@@ -159,15 +164,8 @@ import StrataTestSupport
             try directContext.save()
             try generalContext.save()
         }
-        let all = FetchDescriptor<Person>(sortBy: [RecordSort(\.createdAt), RecordSort(\.fullName)])
-        let directRecords = try Context(direct).fetch(all), generalRecords = try Context(general).fetch(all)
-        #expect(directRecords == generalRecords)
-        #expect(directRecords.count < 250, "the batches deleted records")
-        let directChanges = try direct.fetchHistory(HistoryDescriptor(after: start)).flatMap { Array($0.changes) }
-        let generalChanges = try general.fetchHistory(HistoryDescriptor(after: start)).flatMap { Array($0.changes) }
-        #expect(directChanges.count >= 50 && directChanges.allSatisfy { $0.kind == .delete })
-        #expect(directChanges == generalChanges)
-        try direct.close()
-        try general.close()
+        let outcome = try Self.expectTheSameOutcome(direct, general, after: start)
+        #expect(outcome.records.count < 250, "the batches deleted records")
+        #expect(outcome.changes.count >= 50 && outcome.changes.allSatisfy { $0.kind == .delete })
     }
 }
