@@ -35,8 +35,12 @@ extension RecordTransaction {
     /// The journal's tree writer in this transaction.
     private func historyWriter() -> RecordTreeWriter {
         if let historyTree { return historyTree }
+        // The journal is read in order (a token's parts, one token after another), never by
+        // point lookups: its leaves are compressed whole, not for partial reads.
+        var journalOptions = options
+        journalOptions.partialReadLeaves = false
         let writer = RecordTreeWriter(transaction: transaction, root: root.history?.tree ?? .empty, entityID: Self.historyEntityID,
-                                      schemaVersion: 0, options: options)
+                                      schemaVersion: 0, options: journalOptions)
         historyTree = writer
         return writer
     }

@@ -23,6 +23,11 @@ package struct RecordTreeOptions: Sendable {
     /// Whether leaves may be LZ4-compressed (when the store compresses; default true).
     /// Uncompressed leaves make lookups that miss the node cache cheaper and the store larger.
     package var compressLeaves = true
+    /// Whether leaves are stored for partial reads (format 3's codec 3: a raw directory and
+    /// LZ4 blocks of 1 KiB, so a point lookup verifies and decompresses one block; default
+    /// true). Off, a compressed leaf is one LZ4 block: smaller and cheaper to write, read
+    /// whole — for a tree read in order only, as the history journal is.
+    package var partialReadLeaves = true
     /// Whether a migration's shadow trees store their leaves uncompressed, to be compressed
     /// by a background pass once the store is open (invariant 29; default true). Compression
     /// is about a quarter of a custom stage's CPU; deferring it shortens the launch that

@@ -156,7 +156,7 @@ extension RecordTreeWriter {
             bytes = leaf.node.encoded()
             compress = options.compressLeaves ? nil : false
             // Point lookups read leaves in part: header and directory first (raw in the frame).
-            directoryLength = LeafNode.headerSize + leaf.node.count * LeafNode.entrySize
+            if options.partialReadLeaves { directoryLength = LeafNode.headerSize + leaf.node.count * LeafNode.entrySize }
         case .interior(let interior):
             bytes = interior.node.encoded()
             compress = nil

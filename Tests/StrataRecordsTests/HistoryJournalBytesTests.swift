@@ -262,6 +262,63 @@ import StrataTestSupport
         #expect(try RecordStoreTests.contents(store) == before)
     }
 
+    /// The journal is read in order only, so its leaves are stored as one LZ4 block each
+    /// (codec 1; raw when LZ4 would not save an eighth), never for partial reads as the
+    /// entities' leaves are (codec 3, FileFormat.md "Codecs"); they read back as written.
+    @Test func journalLeavesAreCompressedWhole() throws {
+        let seed = SeededRandom.seed(default: 0x10_7A5)
+        print("journalLeavesAreCompressedWhole seed \(seed)")
+        var random = SeededRandom(seed: seed)
+        let fs = MemoryFileSystem()
+        var options = RecordTreeOptions()
+        options.maximumInlineRecord = 1_000
+        let store = RecordStore(log: try PageLog.open(directory: "/s", fileSystem: fs, options: RecordStoreTests.options()), treeOptions: options)
+        func record(_ number: Int, _ round: Int) -> [UInt8] {
+            RecordCodec.encode([1: .string("item \(number) round \(round) " + String(repeating: "x", count: number % 40)), 2: .int(Int64(round))])
+        }
+        let count = 400
+        try store.write { transaction in
+            _ = transaction.journal(author: nil, timestamp: 1)
+            let tree = transaction.tree(for: 1, schemaVersion: 1)
+            for number in 1...count { try tree.insert(transaction.allocateRowID(for: 1), bytes: record(number, 0)) }
+        }
+        var expected: [[UInt64]] = []
+        for round in 1...6 {
+            var ids: [UInt64] = []
+            try store.write { transaction in
+                _ = transaction.journal(author: nil, timestamp: Int64(round + 1))
+                let tree = transaction.tree(for: 1, schemaVersion: 1)
+                for number in 1...count where Int.random(in: 0..<3, using: &random) > 0 {
+                    if try tree.update(UInt64(number), bytes: record(number, round)) { ids.append(UInt64(number)) }
+                }
+            }
+            expected.append(ids)
+        }
+        // Every page frame: the journal's (entity 0xFFFFFFFF) compressed whole, the entity's in blocks.
+        var codecs: [UInt32: Set<String>] = [:]
+        for name in try fs.contentsOfDirectory("/s") where name.hasSuffix(".seg") {
+            let file = try fs.openFile("/s/" + name, create: false)
+            let bytes = try file.read(count: Int(try file.size()), at: 0)
+            var offset = SegmentHeader.size
+            while offset + FrameHeader.size <= bytes.count,
+                  let header = try? bytes.withUnsafeBytes({ try FrameHeader.decode(UnsafeRawBufferPointer(rebasing: $0[offset...])) }),
+                  header.frameLength > 0, offset + header.frameLength <= bytes.count {
+                if header.kind == .page { codecs[header.entityID, default: []].insert("\(header.codec)") }
+                offset += header.frameLength
+            }
+        }
+        let journal = codecs[RecordTransaction.historyEntityID] ?? []
+        #expect(journal.contains("lz4") && !journal.contains("lz4Blocks"), "journal frames: \(codecs)")
+        #expect(codecs[1]?.contains("lz4Blocks") == true, "entity frames: \(codecs)")
+        // And the journal reads back: the insert run, then each round's updates in order.
+        var read: [[UInt64]] = []
+        try store.snapshot().historyEntries(after: 1, through: .max, backward: false) { entry in
+            read.append(entry.operations.compactMap { if case .update(1, let id, [1, 2], _, _) = $0 { id } else { nil } })
+            return true
+        }
+        #expect(read == expected)
+    }
+
     /// An update to a record too large for its leaf, of a stored record that does not decode:
     /// the new record's overflow pages are written before the journal compares the two, and
     /// freed when it throws — a caller that catches the error and commits leaves no page behind.
