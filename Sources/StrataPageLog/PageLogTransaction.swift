@@ -322,6 +322,17 @@ package final class PageLogTransaction {
         return try PageLog.readPage(pageID, at: location, in: file, mapped: mapped)
     }
 
+    /// The LSN of page `pageID`'s current image as this transaction sees it — this
+    /// transaction's own when it wrote the page (or may have: a frame the pipeline is still
+    /// building) — or nil when the page does not exist. An image with a given page id and LSN
+    /// never changes (LSNs only grow), so a copy of it kept elsewhere can stand for a read.
+    package func currentLSN(of pageID: UInt64) throws -> UInt64? {
+        try checkOpen()
+        if mayBeInFlight(pageID) { return lsn }
+        let location = try changes[pageID] ?? writer.table.location(of: pageID)
+        return location.isNone ? nil : location.lsn
+    }
+
     /// Whether the store compresses pages (`PageLogOptions.compression`).
     package var compressesPages: Bool { log.options.compression }
 

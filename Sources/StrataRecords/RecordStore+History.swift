@@ -41,6 +41,7 @@ extension RecordTransaction {
         journalOptions.partialReadLeaves = false
         let writer = RecordTreeWriter(transaction: transaction, root: root.history?.tree ?? .empty, entityID: Self.historyEntityID,
                                       schemaVersion: 0, options: journalOptions)
+        writer.writtenNodes = writtenNodes
         historyTree = writer
         return writer
     }

@@ -11,6 +11,9 @@ package final class RecordStore: Sendable {
     package let log: PageLog
     package let cache: NodeCache
     package let treeOptions: RecordTreeOptions
+    /// The nodes the latest commits wrote, which the next write transactions change without
+    /// reading them back (small commits, one after another, change the same leaves).
+    package let writtenNodes = WrittenNodes()
     /// The last decoded store root and the LSN of the page image it came from: a snapshot
     /// whose page 0 has that LSN reuses it instead of reading and decoding page 0 again.
     private let decodedRoot = Lock<(lsn: UInt64, root: StoreRoot)?>(nil)
@@ -57,7 +60,9 @@ package final class RecordStore: Sendable {
 
     /// Runs `body` as one atomic transaction over any number of entities.
     package func write<T>(durability: Durability = .durable, _ body: (RecordTransaction) throws -> T) throws -> T {
-        let result = try log.write(durability: durability) { try run(body, in: $0) }
+        var written: Written?
+        let result = try log.write(durability: durability) { try run(body, in: $0, written: &written) }
+        keep(written)
         didCommit()
         return result
     }
@@ -65,18 +70,51 @@ package final class RecordStore: Sendable {
     /// `write`, committed without waiting for durability (`PageLog.writeDeferringSync`):
     /// returns where the commit ends, for `log.sync(upTo:exactly: true)` later.
     package func writeDeferringSync<T>(_ body: (RecordTransaction) throws -> T) throws -> (result: T, commitEnd: LogPosition?) {
-        let committed = try log.writeDeferringSync { try run(body, in: $0) }
+        var written: Written?
+        let committed = try log.writeDeferringSync { try run(body, in: $0, written: &written) }
+        keep(written)
         didCommit()
         return committed
     }
 
-    /// `body` on a record transaction over `transaction`, whose root it writes when done.
-    func run<T>(_ body: (RecordTransaction) throws -> T, in transaction: PageLogTransaction) throws -> T {
-        let root = try Self.root(transaction.read(StoreRoot.pageID, mapped: false), pageID: StoreRoot.pageID)
-        let records = RecordTransaction(transaction: transaction, root: root, options: treeOptions)
+    /// What a write transaction wrote that the next ones may reuse once it committed: its
+    /// LSN, the store root when it wrote one, and the last nodes its trees wrote.
+    struct Written {
+        var lsn: UInt64
+        var root: StoreRoot?
+        var nodes: [(pageID: UInt64, image: WrittenNodes.Image)]
+    }
+
+    /// After a commit: its root becomes the decoded root (of its LSN), its nodes join
+    /// `writtenNodes`.
+    private func keep(_ written: Written?) {
+        guard let written else { return }
+        if let root = written.root { decodedRoot.withLock { $0 = (written.lsn, root) } }
+        writtenNodes.keep(written.nodes, lsn: written.lsn)
+    }
+
+    /// `body` on a record transaction over `transaction`, whose root it writes when done. With
+    /// `written`, the root is the decoded one when its LSN is the root page's (no read), the
+    /// transaction's trees start from `writtenNodes`, and what it wrote is left in `written`
+    /// for `keep` once it committed.
+    func run<T>(_ body: (RecordTransaction) throws -> T, in transaction: PageLogTransaction, written: UnsafeMutablePointer<Written?>? = nil) throws -> T {
+        let root: StoreRoot
+        if written != nil, let lsn = try transaction.currentLSN(of: StoreRoot.pageID),
+           let decoded = decodedRoot.withLock({ $0 }), decoded.lsn == lsn {
+            root = decoded.root
+        } else {
+            root = try Self.root(transaction.read(StoreRoot.pageID, mapped: false), pageID: StoreRoot.pageID)
+        }
+        let records = RecordTransaction(transaction: transaction, root: root, options: treeOptions,
+                                        writtenNodes: written != nil ? writtenNodes : nil)
         do {
             let result = try body(records)
             try records.finish()
+            if let written {
+                let lsn = transaction.lsn
+                written.pointee = Written(lsn: lsn, root: try transaction.currentLSN(of: StoreRoot.pageID) == lsn ? records.root : nil,
+                                          nodes: records.writtenImages)
+            }
             return result
         } catch PageLogError.invalidPageID(let pageID) where pageID != PageLog.maximumPageID {
             // Every page a record transaction writes or frees was allocated by it or read from
@@ -193,10 +231,24 @@ package final class RecordTransaction {
     /// How much history may be kept (applied when this transaction journals).
     package var historyLimits = HistoryLimits()
 
-    init(transaction: PageLogTransaction, root: StoreRoot, options: RecordTreeOptions) {
+    /// Nodes earlier transactions wrote, for the record trees and the journal's tree this
+    /// transaction opens (nil: none).
+    let writtenNodes: WrittenNodes?
+
+    init(transaction: PageLogTransaction, root: StoreRoot, options: RecordTreeOptions, writtenNodes: WrittenNodes? = nil) {
         self.transaction = transaction
         self.root = root
         self.options = options
+        self.writtenNodes = writtenNodes
+    }
+
+    /// The nodes this transaction's record trees and journal wrote, in order (the last ones of
+    /// each), for `writtenNodes` once it committed.
+    var writtenImages: [(pageID: UInt64, image: WrittenNodes.Image)] {
+        var images: [(pageID: UInt64, image: WrittenNodes.Image)] = []
+        for (_, tree) in trees.sorted(by: { $0.key < $1.key }) { images += tree.written }
+        if let historyTree { images += historyTree.written }
+        return images
     }
 
     /// The record tree of an entity, for reading and changing its records; pages written
@@ -219,6 +271,7 @@ package final class RecordTransaction {
         let tree = RecordTreeWriter(transaction: transaction, root: root.entities[entityID]?.tree ?? .empty, entityID: entityID,
                                     schemaVersion: schemaVersion, options: treeOptions)
         tree.mappedReads = mappedReads
+        tree.writtenNodes = writtenNodes
         trees[entityID] = tree
         lastTree = tree
         tree.journal = history

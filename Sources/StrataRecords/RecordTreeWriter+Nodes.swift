@@ -76,6 +76,17 @@ extension RecordTreeWriter {
 
     func load(_ pageID: UInt64) throws -> Node {
         if let node = nodes.node(pageID) { return node }
+        if let writtenNodes, let lsn = try transaction.currentLSN(of: pageID), let image = writtenNodes.image(of: pageID, lsn: lsn) {
+            // The node an earlier transaction wrote there: the page's image, decoded.
+            let node: Node
+            let size: Int
+            switch image {
+            case .leaf(let leaf): node = .leaf(Leaf(leaf)); size = leaf.encodedSize
+            case .interior(let interior): node = .interior(Interior(interior)); size = interior.encodedSize
+            }
+            remember(pageID, node, bytes: size)
+            return node
+        }
         guard let page = try transaction.read(pageID, mapped: mappedReads) else { throw RecordTreeError.missingPage(pageID: pageID) }
         let node = try Self.decodeNode(page.bytes, pageID: pageID)
         remember(pageID, node, bytes: page.bytes.count)
@@ -163,6 +174,14 @@ extension RecordTreeWriter {
         }
         try transaction.write(pageID, entityID: entityID, schemaVersion: schemaVersion, bytes: bytes, compress: compress,
                               directoryLength: directoryLength)
+        if let writtenNodes {
+            // The last ones are what the next transaction may change again.
+            if written.count >= 2 * writtenNodes.capacity { written.removeFirst(written.count - writtenNodes.capacity) }
+            switch node {
+            case .leaf(let leaf): written.append((pageID, .leaf(leaf.node)))
+            case .interior(let interior): written.append((pageID, .interior(interior.node)))
+            }
+        }
         return bytes
     }
 

@@ -29,6 +29,12 @@ package final class RecordTreeWriter {
     var indexes: EntityIndexes?
     /// The transaction's history journal, told of every change (set by `RecordTransaction`).
     var journal: HistoryRecorder?
+    /// Nodes earlier transactions wrote, which `load` takes instead of reading their pages
+    /// back; and, to hand to it once this transaction committed, the last nodes this writer
+    /// wrote (`written`). Nil: neither (set by `RecordTransaction`).
+    var writtenNodes: WrittenNodes?
+    /// The nodes this writer wrote, in order (the last `writtenNodes.capacity` or more).
+    var written: [(pageID: UInt64, image: WrittenNodes.Image)] = []
     @exclusivity(unchecked) var nodes: TreeNodes<Node>
     /// The leaf the last operation used, the path to it and the id range it covers: runs of
     /// nearby ids (bulk inserts) skip the descent. Cleared by every structural change.

@@ -87,6 +87,10 @@ public final class Store: Sendable {
     /// attributes, what the journal records): StrataRecords' `BoundRecords`.
     let engine: BoundRecords
     var records: RecordStore { engine.records }
+
+    /// How many times a write transaction took a node an earlier commit wrote instead of
+    /// reading its page back (`WrittenNodes`; tests).
+    package var writtenNodesReused: Int { records.writtenNodes.hits }
     /// Whether this instance opened the page log (and closes it): false for the read-only view
     /// of the old version a migration hands out while it streams.
     let ownsLog: Bool

@@ -19,7 +19,9 @@ import Strata
 ///
 /// Parts `profile-journal-{on,off}-{one,batched}` run one side of one shape alone (store built,
 /// then changed), for a profiler: `--run-part update-with-history:profile-journal-on-one --workdir DIR`;
-/// `timeChanges` is the function to collect in.
+/// `timeChanges` is the function to collect in. Parts `small-commits-journal-{on,off}` time
+/// 20,000 relaxed commits of one change each instead (`timeSmallCommits`), the shape of an
+/// app's saves; the workload itself does not run them.
 enum ChangeWithHistoryWorkloads {
     /// What the workload does to every item.
     enum Change: String, Sendable {
@@ -61,6 +63,12 @@ enum ChangeWithHistoryWorkloads {
                     let seconds = try timeChanges(change, at: path, history: history, itemsPerWrite: shape.itemsPerWrite)
                     return .object([("seconds", .double(seconds))])
                 }
+            }
+        }
+        for history in [true, false] {
+            // Small commits, for a profiler or an A/B: not run by the workload itself.
+            parts["small-commits-journal-\(history ? "on" : "off")"] = { context in
+                .object([("seconds", .double(try timeSmallCommits(change, context: context, history: history)))])
             }
         }
         return Workload(name: "\(change.rawValue)-with-history", summary: summary,
@@ -151,17 +159,44 @@ enum ChangeWithHistoryWorkloads {
         while next <= UInt64(itemCount) {
             let last = min(next + UInt64(itemsPerWrite) - 1, UInt64(itemCount))
             try store.write { transaction in
-                for number in next...last {
-                    let id = RecordID<JournaledItem>(rawValue: number)
-                    switch change {
-                    case .update:
-                        try transaction.update(id, to: JournaledItem.updated(number))
-                    case .delete:
-                        guard try transaction.delete(id) else { throw BenchmarkError.verificationFailed("item \(number) was not there to delete") }
-                    }
-                }
+                for number in next...last { try apply(change, toItem: number, in: transaction) }
             }
             next = last + 1
+        }
+        try store.close()
+        return stopwatch.elapsedSeconds
+    }
+
+    /// Updates item `number` to `JournaledItem.updated(number)`, or deletes it (it must exist).
+    static func apply(_ change: Change, toItem number: UInt64, in transaction: Store.WriteTransaction) throws {
+        let id = RecordID<JournaledItem>(rawValue: number)
+        switch change {
+        case .update:
+            try transaction.update(id, to: JournaledItem.updated(number))
+        case .delete:
+            guard try transaction.delete(id) else { throw BenchmarkError.verificationFailed("item \(number) was not there to delete") }
+        }
+    }
+
+    /// How many commits `timeSmallCommits` makes.
+    static let smallCommits = 20_000
+
+    /// Part "small-commits-journal-…": builds the store of `itemCount` items, then changes
+    /// every fifth item of the first `5 × smallCommits` — updates it or deletes it — in a
+    /// `store.write` of its own, relaxed (committed, not synced: an app's saves one after
+    /// another, without a sync's wait in each); returns the seconds from before the open to
+    /// after the close.
+    static func timeSmallCommits(_ change: Change, context: WorkloadContext, history: Bool) throws -> Double {
+        let path = context.path("small-commits-journal-\(history ? "on" : "off")")
+        try? FileManager.default.removeItem(atPath: path)
+        try JournaledItemStore.create(at: path, count: itemCount, history: history)
+        var configuration = Store.Configuration()
+        configuration.history.isEnabled = history
+        configuration.durability = .relaxed
+        let stopwatch = Stopwatch()
+        let store = try Store(at: path, for: [JournaledItem.self], configuration: configuration)
+        for commit in 1...UInt64(smallCommits) {
+            try store.write { transaction in try apply(change, toItem: commit * 5, in: transaction) }
         }
         try store.close()
         return stopwatch.elapsedSeconds
