@@ -319,6 +319,10 @@ package final class HistoryRecorder {
     /// attribute still in old records' bytes) is no change. Entities not listed are compared
     /// field by field as stored.
     package var visibleProperties: [UInt32: [UInt32: Value]] = [:] { didSet { encodedVisibleProperties.removeAll(); lastVisible = nil } }
+    /// `visibleProperties` in the form the comparison reads (`RecordDefaults(_:)` of each
+    /// entity's), made once by the caller — a store, when it binds its schema — instead of
+    /// at each transaction's first change of the entity. Set after `visibleProperties`, if both.
+    package var visibleDefaults: [UInt32: RecordDefaults] = [:] { didSet { encodedVisibleProperties = visibleDefaults; lastVisible = nil } }
 
     let tree: RecordTreeWriter
     /// The part being filled; room for a whole part, kept from part to part. (Unchecked, as

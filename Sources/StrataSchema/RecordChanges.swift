@@ -3,8 +3,10 @@ import StrataFormat
 /// The values an entity's records read as where they lack a property: per property of one
 /// schema version (ascending ids), its default's encoding (tag and payload), or none. The
 /// bytes live in memory of the instance's own, so they stay put while fields point at them.
-/// Immutable; not `Sendable` only because nothing needs it to be.
-package final class RecordDefaults {
+/// Immutable (its bytes are written by `init` and only read after), so it is shared across
+/// threads: a store makes one per entity when it binds its schema, for every transaction's
+/// journal.
+package final class RecordDefaults: @unchecked Sendable {
     private let ids: [UInt32]
     private let ranges: [Range<Int>]
     private let bytes: UnsafeMutableRawBufferPointer

@@ -42,7 +42,7 @@ import StrataTestSupport
         try log.write { try $0.write(leafID, entityID: page.entityID, schemaVersion: page.schemaVersion, bytes: leaf.encoded()) }
 
         do {
-            try store.write { try $0.tree(for: 1, schemaVersion: 1).delete(id) }
+            try store.write { _ = try $0.tree(for: 1, schemaVersion: 1).delete(id) }
             Issue.record("deleting a record whose chunk was never allocated succeeded")
         } catch RecordTreeError.corruptNode(let pageID, let reason) {
             #expect(pageID == forgedID)

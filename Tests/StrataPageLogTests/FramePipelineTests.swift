@@ -360,7 +360,7 @@ import StrataTestSupport
     /// flight, built, and takes effect in its turn — a read or a second free of the page places
     /// them first, the page reads as gone, and it is gone after the commit and a reopen.
     @Test func aFreeJoinsTheFramesInFlight() throws {
-        var options = Self.framesStayInFlight()
+        let options = Self.framesStayInFlight()
         let fs = MemoryFileSystem()
         let log = try PageLog.open(directory: storePath, fileSystem: fs, options: options)
         var random = SeededRandom(seed: 0x9199_0061)

@@ -143,7 +143,13 @@ import StrataTestSupport
             }
             try store.write { transaction in
                 let recorder = transaction.journal(author: "test", timestamp: Int64(number))
-                recorder.visibleProperties = Self.visible
+                // Every other transaction gets the properties made into defaults once, as a
+                // store gives them (`visibleDefaults`); the entries must not differ.
+                if number % 2 == 0 {
+                    recorder.visibleProperties = Self.visible
+                } else {
+                    recorder.visibleDefaults = Self.visible.mapValues { RecordDefaults($0) }
+                }
                 recorder.tombstoneAttributes = Self.tombstones
                 for _ in 0..<Int.random(in: 1...40, using: &random) {
                     let entity = UInt32.random(in: 1...3, using: &random)

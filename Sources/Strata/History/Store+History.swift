@@ -23,7 +23,7 @@ extension Store {
     /// Makes `transaction` journal its record changes as `author`'s (Architecture.md,
     /// invariant 31), when the journal is on.
     func beginJournal(_ transaction: RecordTransaction, author: String?) {
-        journaling.begin(transaction, author: author, tombstoneAttributes: engine.tombstoneAttributes, visibleProperties: engine.journalProperties)
+        journaling.begin(transaction, author: author, tombstoneAttributes: engine.tombstoneAttributes, visibleDefaults: engine.journalDefaults)
     }
 
     // MARK: Reading

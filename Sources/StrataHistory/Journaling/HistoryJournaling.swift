@@ -36,12 +36,12 @@ package struct HistoryJournaling: Sendable {
     /// Makes `transaction` journal its record changes as `author`'s (Architecture.md,
     /// invariant 31), when the journal is on.
     package func begin(_ transaction: RecordTransaction, author: String?, tombstoneAttributes: [UInt32: Set<UInt32>] = [:],
-                       visibleProperties: [UInt32: [UInt32: Value]] = [:]) {
+                       visibleDefaults: [UInt32: RecordDefaults] = [:]) {
         guard isEnabled else { return }
         let now = HistoryClock.microseconds(Date())
         let recorder = transaction.journal(author: author, timestamp: max(now, transaction.historyRoot?.lastTimestamp ?? 0))
         recorder.tombstoneAttributes = tombstoneAttributes
-        recorder.visibleProperties = visibleProperties
+        recorder.visibleDefaults = visibleDefaults
         transaction.historyLimits = limits(now: now)
     }
 

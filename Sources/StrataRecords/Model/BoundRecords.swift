@@ -20,8 +20,10 @@ package final class BoundRecords: Sendable {
     /// Per entity id, the attributes whose values a deleted record leaves in the journal.
     package let tombstoneAttributes: [UInt32: Set<UInt32>]
     /// Per entity id, the bound version's properties and the values records lacking them read
-    /// as: updates are journaled as the app reads records (`HistoryRecorder.visibleProperties`).
-    package let journalProperties: [UInt32: [UInt32: Value]]
+    /// as (`journalProperties(of:)`), in the form the journal's comparison reads: updates are
+    /// journaled as the app reads records (`HistoryRecorder.visibleDefaults`). Made once here,
+    /// not in every transaction.
+    package let journalDefaults: [UInt32: RecordDefaults]
     /// Next identifier to hand out per root entity id (ids are reserved in memory at insert,
     /// made durable by the save that uses them; a hierarchy shares its root's counter).
     private let nextIDs: Lock<[UInt32: UInt64]>
@@ -47,7 +49,7 @@ package final class BoundRecords: Sendable {
         }
         uniqueAttributes = uniques
         tombstoneAttributes = Self.tombstoneAttributes(of: schema, binding: binding)
-        journalProperties = Self.journalProperties(of: binding)
+        journalDefaults = Self.journalProperties(of: binding).mapValues { RecordDefaults($0) }
     }
 
     /// Per entity id of the bound version, its properties (inherited ones included) and the
