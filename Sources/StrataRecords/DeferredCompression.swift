@@ -153,7 +153,7 @@ extension RecordStore {
                     next = try transaction.compressUncompressedLeaves(of: entityID, from: from, maximumLeaves: maximumLeavesPerCommit)
                         .map { (entityID, $0) }
                     return true
-                }, in: pageTransaction)
+                }, in: pageTransaction).result
             }
             guard more else { return }
             cursor = next

@@ -60,8 +60,7 @@ package final class RecordStore: Sendable {
 
     /// Runs `body` as one atomic transaction over any number of entities.
     package func write<T>(durability: Durability = .durable, _ body: (RecordTransaction) throws -> T) throws -> T {
-        var written: Written?
-        let result = try log.write(durability: durability) { try run(body, in: $0, written: &written) }
+        let (result, written) = try log.write(durability: durability) { try run(body, in: $0, reusingWritten: true) }
         keep(written)
         didCommit()
         return result
@@ -70,11 +69,10 @@ package final class RecordStore: Sendable {
     /// `write`, committed without waiting for durability (`PageLog.writeDeferringSync`):
     /// returns where the commit ends, for `log.sync(upTo:exactly: true)` later.
     package func writeDeferringSync<T>(_ body: (RecordTransaction) throws -> T) throws -> (result: T, commitEnd: LogPosition?) {
-        var written: Written?
-        let committed = try log.writeDeferringSync { try run(body, in: $0, written: &written) }
+        let ((result, written), commitEnd) = try log.writeDeferringSync { try run(body, in: $0, reusingWritten: true) }
         keep(written)
         didCommit()
-        return committed
+        return (result, commitEnd)
     }
 
     /// What a write transaction wrote that the next ones may reuse once it committed: its
@@ -94,28 +92,27 @@ package final class RecordStore: Sendable {
     }
 
     /// `body` on a record transaction over `transaction`, whose root it writes when done. With
-    /// `written`, the root is the decoded one when its LSN is the root page's (no read), the
-    /// transaction's trees start from `writtenNodes`, and what it wrote is left in `written`
-    /// for `keep` once it committed.
-    func run<T>(_ body: (RecordTransaction) throws -> T, in transaction: PageLogTransaction, written: UnsafeMutablePointer<Written?>? = nil) throws -> T {
+    /// `reusingWritten`, the root is the decoded one when its LSN is the root page's (no read),
+    /// the transaction's trees start from `writtenNodes`, and what it wrote is returned
+    /// (`written`) for `keep` once it committed.
+    func run<T>(_ body: (RecordTransaction) throws -> T, in transaction: PageLogTransaction,
+                reusingWritten: Bool = false) throws -> (result: T, written: Written?) {
         let root: StoreRoot
-        if written != nil, let lsn = try transaction.currentLSN(of: StoreRoot.pageID),
+        if reusingWritten, let lsn = try transaction.currentLSN(of: StoreRoot.pageID),
            let decoded = decodedRoot.withLock({ $0 }), decoded.lsn == lsn {
             root = decoded.root
         } else {
             root = try Self.root(transaction.read(StoreRoot.pageID, mapped: false), pageID: StoreRoot.pageID)
         }
         let records = RecordTransaction(transaction: transaction, root: root, options: treeOptions,
-                                        writtenNodes: written != nil ? writtenNodes : nil)
+                                        writtenNodes: reusingWritten ? writtenNodes : nil)
         do {
             let result = try body(records)
             try records.finish()
-            if let written {
-                let lsn = transaction.lsn
-                written.pointee = Written(lsn: lsn, root: try transaction.currentLSN(of: StoreRoot.pageID) == lsn ? records.root : nil,
-                                          nodes: records.writtenImages)
-            }
-            return result
+            guard reusingWritten else { return (result, nil) }
+            let lsn = transaction.lsn
+            let root = try transaction.currentLSN(of: StoreRoot.pageID) == lsn ? records.root : nil
+            return (result, Written(lsn: lsn, root: root, nodes: records.writtenImages))
         } catch PageLogError.invalidPageID(let pageID) where pageID != PageLog.maximumPageID {
             // Every page a record transaction writes or frees was allocated by it or read from
             // the store's structures (a tree's children, an overflowed record's chunks, a retired

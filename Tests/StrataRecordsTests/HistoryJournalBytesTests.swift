@@ -276,9 +276,8 @@ import StrataTestSupport
         print("journalLeavesAreCompressedWhole seed \(seed)")
         var random = SeededRandom(seed: seed)
         let fs = MemoryFileSystem()
-        var options = RecordTreeOptions()
-        options.maximumInlineRecord = 1_000
-        let store = RecordStore(log: try PageLog.open(directory: "/s", fileSystem: fs, options: RecordStoreTests.options()), treeOptions: options)
+        // The default options: parts (up to 1,900 bytes) stay inline in the journal's leaves.
+        let store = RecordStore(log: try PageLog.open(directory: "/s", fileSystem: fs, options: RecordStoreTests.options()), treeOptions: RecordTreeOptions())
         func record(_ number: Int, _ round: Int) -> [UInt8] {
             RecordCodec.encode([1: .string("item \(number) round \(round) " + String(repeating: "x", count: number % 40)), 2: .int(Int64(round))])
         }

@@ -39,11 +39,12 @@ extension JournaledItem {
 
 /// Stores of `JournaledItem`s.
 enum JournaledItemStore {
-    /// Opens (creating when missing) the store at `path`, durable commits (the default), the
-    /// history journal on or off.
-    static func open(at path: String, history: Bool) throws -> Store {
+    /// Opens (creating when missing) the store at `path`, its commits `durability` (durable,
+    /// the default), the history journal on or off.
+    static func open(at path: String, history: Bool, durability: Durability = .durable) throws -> Store {
         var configuration = Store.Configuration()
         configuration.history.isEnabled = history
+        configuration.durability = durability
         return try Store(at: path, for: [JournaledItem.self], configuration: configuration)
     }
 

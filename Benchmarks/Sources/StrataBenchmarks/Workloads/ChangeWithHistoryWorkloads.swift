@@ -190,11 +190,8 @@ enum ChangeWithHistoryWorkloads {
         let path = context.path("small-commits-journal-\(history ? "on" : "off")")
         try? FileManager.default.removeItem(atPath: path)
         try JournaledItemStore.create(at: path, count: itemCount, history: history)
-        var configuration = Store.Configuration()
-        configuration.history.isEnabled = history
-        configuration.durability = .relaxed
         let stopwatch = Stopwatch()
-        let store = try Store(at: path, for: [JournaledItem.self], configuration: configuration)
+        let store = try JournaledItemStore.open(at: path, history: history, durability: .relaxed)
         for commit in 1...UInt64(smallCommits) {
             try store.write { transaction in try apply(change, toItem: commit * 5, in: transaction) }
         }
