@@ -41,6 +41,18 @@ struct FrameScanner {
         return Array(buffer[0..<count])
     }
 
+    /// Whether every byte from `start` to the end of the file is zero: zeros a writer wrote
+    /// ahead of the log (Architecture.md, invariant 35), not a torn write.
+    func isZero(from start: UInt64) throws -> Bool {
+        var position = start
+        while position < size {
+            let piece = try read(count: Int(min(UInt64(Self.window), size - position)), at: position)
+            guard !piece.isEmpty, piece.allSatisfy({ $0 == 0 }) else { return false }
+            position += UInt64(piece.count)
+        }
+        return true
+    }
+
     private func read(count: Int, at position: UInt64) throws -> [UInt8] {
         do { return try file.read(count: count, at: position) } catch let error as IOError { throw PageLogError.io(error) }
     }

@@ -25,6 +25,17 @@ final class LogWriter: @unchecked Sendable {
     var activeFile: any StorageFile
     /// Bytes of the active segment already handed to the file system.
     var flushedOffset: UInt64
+    /// Where the active segment's file ends when the writer extended it with zeros ahead of
+    /// the log for durable commits (invariant 35); at most the written end when it did not.
+    var preallocatedEnd: UInt64
+    /// Whether the active segment's file may hold zeros past `flushedOffset` (preallocated,
+    /// or a preallocation that failed part way): its roll and `close` cut them.
+    var mayHaveZeroTail = false
+    /// Whether this instance wrote zeros ahead (only then does `close` cut them: a store
+    /// opened and closed without writing keeps every byte as it found it).
+    var wroteZerosAhead = false
+    /// Set when a preallocation failed: no more are tried in this segment.
+    var preallocationStopped = false
     /// Bytes appended after `flushedOffset`, not yet written.
     var buffer: [UInt8] = []
     /// The compression state frames are compressed with (nil if it could not be allocated:
@@ -57,6 +68,7 @@ final class LogWriter: @unchecked Sendable {
         self.activeSegment = activeSegment
         self.activeFile = activeFile
         self.flushedOffset = flushedOffset
+        preallocatedEnd = flushedOffset
         self.table = table
         self.lastLSN = lastLSN
         self.nextLSN = nextLSN

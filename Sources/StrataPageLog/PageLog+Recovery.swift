@@ -114,6 +114,9 @@ struct Recovery {
     /// frame. Replay starts here (just after the checkpoint root at first).
     var end: LogPosition
     var lastSegmentSize: UInt64 = 0
+    /// Whether the last segment's file goes on after the log with zeros only (invariant 35):
+    /// the writer keeps them and overwrites them as it appends.
+    var zeroTail = false
     /// Frames of the transaction replay has not seen the commit frame of yet (a follower
     /// keeps them from one refresh to the next: its writer may be appending that transaction).
     var pending: [(pageID: UInt64, location: PageLocation)] = []
@@ -423,7 +426,9 @@ struct Recovery {
             end = LogPosition(segment: segment, offset: stopOffset)
             lastSegmentSize = size
             if stopOffset < size {
-                if let proof = try scanner.findDurabilityProof(after: stopOffset, beyond: end, segment: segment) {
+                if try scanner.isZero(from: stopOffset) {
+                    zeroTail = true  // written ahead (invariant 35), not a torn write: no frame can prove it
+                } else if let proof = try scanner.findDurabilityProof(after: stopOffset, beyond: end, segment: segment) {
                     // A follower may have read the frame at the stop while its writer was still
                     // writing it, and the proving commit after it was synced: read it once more.
                     if readOnly && !rescanned {
@@ -433,8 +438,9 @@ struct Recovery {
                     }
                     throw PageLogError.corruption(file: file.path, offset: stopOffset,
                                                   reason: "\(stopReason); the commit at offset \(proof) shows these bytes had been synced")
+                } else {
+                    report.tailWasTorn = true
                 }
-                report.tailWasTorn = true
             }
             if !pending.isEmpty { report.tailWasTorn = true }
             break
@@ -454,7 +460,9 @@ struct Recovery {
     /// Builds the page log. When the tail was cut, the last segment is truncated at the cut
     /// and synced before anything is appended, so the bytes after the cut are never read
     /// again — and opening needs no new space, even on a full device (Docs/Architecture.md,
-    /// invariants 6 and 33).
+    /// invariants 6 and 33). A tail of zeros only is kept: the writer appends over it as it
+    /// does over the zeros it writes ahead (invariant 35), and a reader opening the store
+    /// changes no byte of it.
     func finish(superblockFile: any StorageFile, lock: any FileLock) throws -> PageLog {
         let usage = self.usage
         let segments = files
@@ -462,7 +470,7 @@ struct Recovery {
             throw PageLogError.corruption(file: path(StoreFileNames.segment(end.segment)), offset: 0, reason: "segment missing")
         }
         do {
-            if end.offset < lastSegmentSize { try lastFile.truncate(to: end.offset) }
+            if end.offset < lastSegmentSize && !zeroTail { try lastFile.truncate(to: end.offset) }
             // What was read may still be only in the page cache (a killed process); sync it
             // (and the cut) before commit records may claim it durable.
             try lastFile.sync()
@@ -506,6 +514,10 @@ struct Recovery {
             chunkLocations: chunkLocations, dirtyChunks: dirtyChunks, superblock: superblock, superblockFile: superblockFile,
             rootAddress: superblock.root)
         writer.bytesSinceCheckpoint = report.replayedBytes
+        if zeroTail {
+            writer.preallocatedEnd = lastSegmentSize
+            writer.mayHaveZeroTail = true
+        }
         // Segments before the checkpoint's that nothing refers to were emptied by a compaction
         // whose deletion did not happen; retire them again.
         // With the chunks pending, which segments pages refer to is not known: a segment the

@@ -230,7 +230,7 @@ package final class PageLog: Sendable {
     /// `compact` from inside `body` (it would wait for itself). Pages written are spilled to the
     /// log as the write buffer fills, so a transaction may be larger than memory.
     package func write<T>(durability: Durability = .durable, _ body: (PageLogTransaction) throws -> T) throws -> T {
-        let (result, commitEnd) = try commit(body)
+        let (result, commitEnd) = try commit(body, preallocating: durability == .durable)
         if let commitEnd {
             if durability == .durable || unsyncedBytes(before: commitEnd) >= UInt64(options.relaxedSyncBytes) {
                 try sync(upTo: commitEnd)
@@ -251,8 +251,9 @@ package final class PageLog: Sendable {
         return (result, commitEnd)
     }
 
-    /// `write`'s transaction and commit, under the writer lock.
-    private func commit<T>(_ body: (PageLogTransaction) throws -> T) throws -> (T, LogPosition?) {
+    /// `write`'s transaction and commit, under the writer lock; `preallocating`: a durable
+    /// commit, which then extends the active segment with zeros when it nears their end.
+    private func commit<T>(_ body: (PageLogTransaction) throws -> T, preallocating: Bool = false) throws -> (T, LogPosition?) {
         try writerLock.withLock { _ in
             try checkWritable()
             let transaction = PageLogTransaction(log: self, writer: writer, lsn: writer.nextLSN)
@@ -265,6 +266,7 @@ package final class PageLog: Sendable {
                 throw error
             }
             let end = try transaction.commit()
+            if preallocating && end != nil { preallocateAhead() }
             return (result, end)
         }
     }
@@ -298,6 +300,13 @@ package final class PageLog: Sendable {
             if failure.withLock({ $0 }) == nil, !checkpointsHeld.load(ordering: .acquiring),
                writer.lastLSN != writer.superblock.checkpointLSN || !writer.dirtyChunks.isEmpty {
                 try checkpointLocked()
+            }
+            // The zeros this instance wrote ahead go: a closed store's files end where its log
+            // does. (Left there by a crash or a failure, they are a tail of zeros the next
+            // writer appends over.)
+            if failure.withLock({ $0 }) == nil, writer.wroteZerosAhead, writer.mayHaveZeroTail {
+                try cutZeroTail()
+                try io { try writer.activeFile.sync() }
             }
         }
     }
@@ -416,6 +425,39 @@ package final class PageLog: Sendable {
         shared.withLock { $0.flushedPosition = position }
     }
 
+    /// Extends the active segment with `options.preallocation` bytes of zeros past the log's
+    /// end when less than a quarter of that is left (invariant 35): the durable commits after
+    /// it then overwrite blocks the file has, and their syncs need not record a new size (on
+    /// ext4, ~100 µs instead of ~170 µs for a small commit). Not past the segment size. Best
+    /// effort: a failure (a full device) only stops preallocating in this segment — the
+    /// zeros are not data, and the log's own writes report their own errors.
+    func preallocateAhead() {
+        guard options.preallocation > 0, !writer.preallocationStopped, writer.buffer.isEmpty else { return }
+        let end = writer.flushedOffset
+        guard end + UInt64(options.preallocation / 4) > writer.preallocatedEnd else { return }
+        let target = min(UInt64(options.segmentSize), end + UInt64(options.preallocation))
+        guard target > max(end, writer.preallocatedEnd) else { return }
+        writer.mayHaveZeroTail = true
+        writer.wroteZerosAhead = true
+        do {
+            try writer.activeFile.allocate(upTo: target)
+            writer.preallocatedEnd = target
+        } catch {
+            writer.preallocationStopped = true
+        }
+    }
+
+    /// Cuts the zeros preallocated past the active segment's log (the buffer flushed first),
+    /// before the segment is sealed or the store closed.
+    func cutZeroTail() throws {
+        guard writer.mayHaveZeroTail else { return }
+        try flush()
+        let file = writer.activeFile, end = writer.flushedOffset
+        try io { try file.truncate(to: end) }
+        writer.mayHaveZeroTail = false
+        writer.preallocatedEnd = end
+    }
+
     /// Flushes and syncs the active segment.
     func syncActiveSegment() throws {
         try flush()
@@ -431,6 +473,7 @@ package final class PageLog: Sendable {
     /// Seals the active segment (synced, so only the last segment can ever hold unsynced
     /// frames) and starts the next one.
     func rollSegment() throws {
+        try cutZeroTail()
         try syncActiveSegment()
         let previous = writer.activeSegment
         let previousEnd = writer.writeOffset
@@ -439,6 +482,8 @@ package final class PageLog: Sendable {
         writer.activeSegment = id
         writer.activeFile = file
         writer.flushedOffset = UInt64(SegmentHeader.size)
+        writer.preallocatedEnd = writer.flushedOffset
+        writer.preallocationStopped = false
         writer.usage[id] = SegmentUsage(totalBytes: UInt64(SegmentHeader.size), liveBytes: 0)
         let position = writer.endPosition
         shared.withLock { state in

@@ -19,6 +19,11 @@ package struct PageLogOptions: Sendable {
     package var relaxedSyncBytes = 16 << 20
     /// Bytes buffered before a write system call.
     package var writeBufferSize = 1 << 20
+    /// Bytes of zeros a durable commit leaves written ahead of the log's end in the active
+    /// segment (Architecture.md, invariant 35), so the next durable commits overwrite
+    /// allocated blocks and their sync does not change the file's size: on ext4 a small
+    /// durable commit took 30 % less time (group-commit). 0: none.
+    package var preallocation = 256 << 10
     /// The largest page accepted.
     package var maximumPageSize = 16 << 20
     /// Bytes of the space reserve (invariant 33), the file whose blocks the store gives back

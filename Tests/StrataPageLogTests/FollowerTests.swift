@@ -151,6 +151,7 @@ import StrataTestSupport
         var options = smallOptions()
         options.segmentSize = 1 << 20  // one segment
         options.checkpointInterval = 1 << 30
+        options.preallocation = 0  // the file ends where the log does: the states' ends are its sizes
         let fs = MemoryFileSystem()
         let writer = try PageLog.open(directory: storePath, fileSystem: fs, options: options)
         let segment = storePath + "/0000000000000001.seg"
@@ -364,6 +365,7 @@ import StrataTestSupport
         var options = smallOptions()
         options.segmentSize = 1 << 20
         options.checkpointInterval = 1 << 30  // every frame after the creation checkpoint is replayed
+        options.preallocation = 0  // the file ends where the log does: it is cut by hand
         let segment = storePath + "/0000000000000001.seg"
         var pages: [UInt64: [UInt8]] = [:]
         // A dead writer's files: ten commits, then the first frame of one more, cut short.
