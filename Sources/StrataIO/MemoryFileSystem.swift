@@ -48,8 +48,8 @@ package final class MemoryFileSystem: FileSystem, Sendable {
 
     /// A mutating operation about to happen, as shown to a fault injector.
     package struct Operation: Sendable, CustomStringConvertible {
-        /// The kind of operation.
-        package enum Kind: Sendable, Equatable { case write, truncate, sync, syncDirectory, create, rename, remove }
+        /// The kind of operation (`allocate`: a file extended with zeros, `StorageFile.allocate`).
+        package enum Kind: Sendable, Equatable { case write, allocate, truncate, sync, syncDirectory, create, rename, remove }
         /// The kind of operation.
         package var kind: Kind
         /// The path it applies to.
@@ -314,7 +314,7 @@ package final class MemoryFileSystem: FileSystem, Sendable {
         try state.withLock { state in
             let inode = try Self.inode(&state, file, path, generation, "fallocate")
             guard Int(size) > inode.current.count else { return }
-            try Self.admit(&state, .write, path, offset: UInt64(inode.current.count))
+            try Self.admit(&state, .allocate, path, offset: UInt64(inode.current.count))
             guard Self.room(state, growing: inode, to: Int(size)) == Int(size) - inode.current.count else {
                 throw IOError(errnoCode: 28, operation: "fallocate", path: path)  // ENOSPC; nothing taken
             }
@@ -433,6 +433,7 @@ package final class MemoryFileSystem: FileSystem, Sendable {
         let name: String
         switch kind {
         case .write: name = "pwrite"
+        case .allocate: name = "fallocate"
         case .truncate: name = "ftruncate"
         case .sync: name = "fdatasync"
         case .syncDirectory: name = "fsync"
