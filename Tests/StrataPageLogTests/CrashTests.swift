@@ -95,12 +95,12 @@ import Glibc
         // Calls on the space reserve's file are the reserve's own (invariant 33): a failure
         // there leaves the store without (or with less) reserve, never fails the store. So are
         // the zeros written ahead of the log (invariant 35, `allocate` on a segment).
-        let reserveOperations = Lock<Set<Int>>([])
+        let bestEffortOperations = Lock<Set<Int>>([])
         let zerosAhead = Atomic<Int>(0)
         reference.setFaultInjector { operation in
-            if operation.path.hasPrefix(storePath + "/reserve") { reserveOperations.withLock { _ = $0.insert(operation.index) } }
+            if operation.path.hasPrefix(storePath + "/reserve") { bestEffortOperations.withLock { _ = $0.insert(operation.index) } }
             if operation.kind == .allocate && operation.path.hasSuffix(".seg") {
-                reserveOperations.withLock { _ = $0.insert(operation.index) }
+                bestEffortOperations.withLock { _ = $0.insert(operation.index) }
                 zerosAhead.add(1, ordering: .relaxed)
             }
             return nil
@@ -108,7 +108,7 @@ import Glibc
         var clean = CrashWorkload(seed: seed, transactions: transactions)
         clean.run(on: reference)
         #expect(clean.error == nil)
-        #expect(!reserveOperations.withLock { $0.isEmpty }, "the workload makes a reserve")
+        #expect(!bestEffortOperations.withLock { $0.isEmpty }, "the workload makes a reserve")
         #expect(zerosAhead.load(ordering: .relaxed) > 0, "the workload's durable commits write zeros ahead")
         let operations = reference.counters.operations
         var tested = 0
@@ -124,7 +124,7 @@ import Glibc
             workload.run(on: fs)
             fs.setFaultInjector(nil)
             let context = "operation \(point) of \(operations), \(kind), seed \(seed)"
-            if reserveOperations.withLock({ $0.contains(point) }) {
+            if bestEffortOperations.withLock({ $0.contains(point) }) {
                 #expect(workload.error == nil, "a failure of the reserve's file or of zeros ahead failed the store at \(context): \(String(describing: workload.error))")
                 var random = SeededRandom(seed: seed &+ UInt64(point))
                 fs.simulateCrash(mode: .dropAll, using: &random)
