@@ -306,7 +306,7 @@ package final class PageLog: Sendable {
             // writer appends over.)
             if failure.withLock({ $0 }) == nil, writer.wroteZerosAhead, writer.mayHaveZeroTail {
                 try cutZeroTail()
-                try io { try writer.activeFile.sync() }
+                try syncActiveSegment()
             }
         }
     }

@@ -312,17 +312,14 @@ package final class HistoryRecorder {
     package var firstInsertedEarlier: ((_ entityID: UInt32) -> UInt64)?
     /// Per entity id, the properties (attributes and relationships) of the schema version the
     /// writer is bound to, each with the value a read gives a record that lacks it (its catalog
-    /// default; `.null` for none). Updates and tombstones are journaled as the app reads the
-    /// record: a property absent from the stored bytes counts as that value — a record written
-    /// before an attribute was added with a default reads as the default, so writing it back
-    /// unchanged changes nothing — and a property the version does not have (a removed
+    /// default; none for none), as the comparison reads them (`RecordDefaults`, made once by a
+    /// store when it binds its schema). Updates and tombstones are journaled as the app reads
+    /// the record: a property absent from the stored bytes counts as that value — a record
+    /// written before an attribute was added with a default reads as the default, so writing it
+    /// back unchanged changes nothing — and a property the version does not have (a removed
     /// attribute still in old records' bytes) is no change. Entities not listed are compared
     /// field by field as stored.
-    package var visibleProperties: [UInt32: [UInt32: Value]] = [:] { didSet { encodedVisibleProperties.removeAll(); lastVisible = nil } }
-    /// `visibleProperties` in the form the comparison reads (`RecordDefaults(_:)` of each
-    /// entity's), made once by the caller — a store, when it binds its schema — instead of
-    /// at each transaction's first change of the entity. Set after `visibleProperties`, if both.
-    package var visibleDefaults: [UInt32: RecordDefaults] = [:] { didSet { encodedVisibleProperties = visibleDefaults; lastVisible = nil } }
+    package var visibleDefaults: [UInt32: RecordDefaults] = [:] { didSet { lastVisible = nil } }
 
     let tree: RecordTreeWriter
     /// The part being filled; room for a whole part, kept from part to part. (Unchecked, as
@@ -331,10 +328,8 @@ package final class HistoryRecorder {
     /// Compares records and builds the value records of updates and tombstones from their
     /// bytes, reusing its memory.
     private let changes = RecordChanges()
-    /// `visibleProperties` per entity in the form `changes` reads, made at first use.
-    private var encodedVisibleProperties: [UInt32: RecordDefaults] = [:]
-    /// The entity asked for last and its `encodedVisibleProperties` (a transaction changes
-    /// records of one entity in a row).
+    /// The entity asked for last and its `visibleDefaults` (a transaction changes records of
+    /// one entity in a row).
     @exclusivity(unchecked) private var lastVisible: (entityID: UInt32, defaults: RecordDefaults?)?
     /// `tombstoneAttributes` per entity, ascending, made at first use.
     private var sortedTombstoneAttributes: [UInt32: [UInt32]] = [:]
@@ -407,7 +402,7 @@ package final class HistoryRecorder {
     }
 
     /// Record `id` is being updated from `old` to `new` (its whole stored and written bytes):
-    /// journals the properties whose value as the app reads it changes (`visibleProperties`),
+    /// journals the properties whose value as the app reads it changes (`visibleDefaults`),
     /// with their old and new values — nothing when none does.
     func recordUpdate(entityID: UInt32, id: UInt64, old: UnsafeRawBufferPointer, new: UnsafeRawBufferPointer) throws {
         guard old.count != new.count || !RecordCodec.bytesEqual(old, new) else { return }
@@ -451,14 +446,10 @@ package final class HistoryRecorder {
         try operationWritten()
     }
 
-    /// `visibleProperties[entityID]` as `changes` reads it.
+    /// `visibleDefaults[entityID]`.
     private func visible(_ entityID: UInt32) -> RecordDefaults? {
         if let lastVisible, lastVisible.entityID == entityID { return lastVisible.defaults }
-        var defaults = encodedVisibleProperties[entityID]
-        if defaults == nil, let properties = visibleProperties[entityID] {
-            defaults = RecordDefaults(properties)
-            encodedVisibleProperties[entityID] = defaults
-        }
+        let defaults = visibleDefaults[entityID]
         lastVisible = (entityID, defaults)
         return defaults
     }

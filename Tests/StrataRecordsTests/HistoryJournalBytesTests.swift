@@ -131,6 +131,7 @@ import StrataTestSupport
         var random = SeededRandom(seed: seed)
         let store = RecordStore(log: try PageLog.open(directory: "/s", fileSystem: MemoryFileSystem(), options: RecordStoreTests.options()),
                                 treeOptions: RecordStoreTests.treeOptions())
+        let visibleDefaults = Self.visible.mapValues { RecordDefaults($0) }
         var model: [UInt32: [UInt64: Values]] = [:]
         var expected: [[HistoryOperation]] = []
         var updates = 0, unchangedUpdates = 0, deletes = 0, overflowing = 0
@@ -143,13 +144,8 @@ import StrataTestSupport
             }
             try store.write { transaction in
                 let recorder = transaction.journal(author: "test", timestamp: Int64(number))
-                // Every other transaction gets the properties made into defaults once, as a
-                // store gives them (`visibleDefaults`); the entries must not differ.
-                if number % 2 == 0 {
-                    recorder.visibleProperties = Self.visible
-                } else {
-                    recorder.visibleDefaults = Self.visible.mapValues { RecordDefaults($0) }
-                }
+                // The defaults made once and shared by every transaction, as a store gives them.
+                recorder.visibleDefaults = visibleDefaults
                 recorder.tombstoneAttributes = Self.tombstones
                 for _ in 0..<Int.random(in: 1...40, using: &random) {
                     let entity = UInt32.random(in: 1...3, using: &random)

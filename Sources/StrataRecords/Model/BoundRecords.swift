@@ -53,7 +53,7 @@ package final class BoundRecords: Sendable {
     }
 
     /// Per entity id of the bound version, its properties (inherited ones included) and the
-    /// value a read gives a record lacking each one (`HistoryRecorder.visibleProperties`).
+    /// value a read gives a record lacking each one (`HistoryRecorder.visibleDefaults`).
     static func journalProperties(of binding: SchemaBinding) -> [UInt32: [UInt32: Value]] {
         var result: [UInt32: [UInt32: Value]] = [:]
         for entity in binding.version.entities {
