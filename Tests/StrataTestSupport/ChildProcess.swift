@@ -7,10 +7,21 @@ import Glibc
 /// its own; the test it runs should do nothing unless that environment is set. Returns the
 /// child's exit status (0: its tests passed).
 public func runChildTest(_ filter: String, environment: [String: String]) throws -> Int32 {
-    struct SpawnError: Error, CustomStringConvertible {
-        let code: Int32
-        var description: String { "posix_spawn failed: \(code)" }
-    }
+    let pid = try spawnChildTest(filter, environment: environment)
+    return waitForChild(pid)
+}
+
+/// Why a child test could not be started.
+public struct SpawnError: Error, CustomStringConvertible {
+    /// The errno `readlink` or `posix_spawn` gave.
+    public let code: Int32
+    public var description: String { "posix_spawn failed: \(code)" }
+}
+
+/// Starts one test of this test binary in a child process, as `runChildTest` does, and
+/// returns at once with its process id (for `waitForChild`, `childExitStatus` or
+/// `killChild`).
+public func spawnChildTest(_ filter: String, environment: [String: String]) throws -> pid_t {
     var executable = [CChar](repeating: 0, count: 4096)
     let length = readlink("/proc/self/exe", &executable, executable.count - 1)
     guard length > 0 else { throw SpawnError(code: errno) }
@@ -32,9 +43,34 @@ public func runChildTest(_ filter: String, environment: [String: String]) throws
     var pid: pid_t = 0
     let spawned = posix_spawn(&pid, path, nil, nil, argv, envp)
     guard spawned == 0 else { throw SpawnError(code: spawned) }
+    return pid
+}
+
+/// Waits for the child `pid` to exit; its exit status (0: its tests passed; 128 + the signal
+/// when a signal ended it).
+public func waitForChild(_ pid: pid_t) -> Int32 {
     var status: Int32 = 0
     while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-    return (status >> 8) & 0xff
+    return exitStatus(status)
+}
+
+/// The child's exit status if it has ended (it is then reaped), nil while it runs.
+public func childExitStatus(_ pid: pid_t) -> Int32? {
+    var status: Int32 = 0
+    let reaped = waitpid(pid, &status, WNOHANG)
+    return reaped == pid ? exitStatus(status) : nil
+}
+
+/// Kills the child `pid` with SIGKILL — a crash of the process, the kernel keeping what it
+/// wrote — and waits for it; true when the signal ended it (false: it had exited before).
+public func killChild(_ pid: pid_t) -> Bool {
+    kill(pid, SIGKILL)
+    return waitForChild(pid) == 128 + SIGKILL
+}
+
+private func exitStatus(_ status: Int32) -> Int32 {
+    let signal = status & 0x7f
+    return signal == 0 ? (status >> 8) & 0xff : 128 + signal
 }
 
 /// Reads a small text file (what a child process reported), or nil.
