@@ -94,3 +94,18 @@ public func writeTextFile(_ path: String, _ text: String) {
     var bytes = Array(text.utf8)
     fwrite(&bytes, 1, bytes.count, file)
 }
+
+/// Runs a command (looked up in PATH) with its output discarded; its exit status, or nil when
+/// it could not be started.
+public func runCommand(_ arguments: [String]) -> Int32? {
+    var actions = posix_spawn_file_actions_t()
+    posix_spawn_file_actions_init(&actions)
+    defer { posix_spawn_file_actions_destroy(&actions) }
+    posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+    posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+    let argv = arguments.map { strdup($0) } + [nil]
+    defer { argv.forEach { free($0) } }
+    var pid: pid_t = 0
+    guard posix_spawnp(&pid, arguments[0], &actions, nil, argv, environ) == 0 else { return nil }
+    return waitForChild(pid)
+}
