@@ -72,9 +72,10 @@ enum KillPlan: SchemaMigrationPlan {
 /// `Store.write` transactions through the POSIX file system — small segments, so segments
 /// roll; checkpoints and compactions; the zeros written ahead of the log after each durable
 /// commit (Architecture.md, invariant 35) — and is killed with SIGKILL at a random moment,
-/// ten times on the same store (more until one leaves zeros after the log). Each time the store reopens (recovery) in this process and
-/// holds exactly the commits up to one at or after the last the child saw returned, journal
-/// included, and `verify()` finds nothing; the next child resumes on the recovered store.
+/// ten times on the same store (more until one leaves zeros after the log). Each time the
+/// store reopens (recovery) in this process and holds exactly the commits up to one at or
+/// after the last the child saw returned, journal included, and `verify()` finds nothing; the
+/// next child resumes on the recovered store.
 /// The power-loss tests (`CrashTests`, `PreallocationTests`, `HistoryCrashTests`) cut the
 /// in-memory file system at every sync point; this one runs the real one.
 @Suite(.serialized) struct ProcessKillTests {
