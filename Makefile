@@ -2,7 +2,8 @@
 #   make bench   the benchmark suite (quick by default) on stores in a temporary folder, then its
 #                charts (Benchmarks/results/latest-*.svg)
 #   make test    the tests
-# Both install liblz4-dev (and, for the benchmarks, the headers of SQLite, LMDB and RocksDB) when missing.
+# Both install liblz4-dev (the tests also python3; the benchmarks the headers of SQLite, LMDB and
+# RocksDB) when missing.
 
 SWIFT ?= swift
 BENCH_ARGS ?=
@@ -13,6 +14,10 @@ deps:
 	@if ! pkg-config --exists liblz4 2>/dev/null; then \
 		echo "Installing liblz4-dev..."; \
 		$(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq liblz4-dev pkg-config >/dev/null; \
+	fi
+	@if ! command -v python3 >/dev/null; then \
+		echo "Installing python3 (the tests run Scripts/strata_reader.py, the independent reader)..."; \
+		$(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq python3 >/dev/null; \
 	fi
 
 bench-deps: deps

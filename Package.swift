@@ -58,7 +58,7 @@ let package = Package(
         .testTarget(name: "StrataSchemaTests", dependencies: ["StrataSchema", "StrataFormat", "StrataTestSupport"]),
         .testTarget(name: "StrataTests", dependencies: ["Strata", "StrataMigration", "StrataIO", "StrataTestSupport"],
                     exclude: ["Fixtures"]),  // golden record stores, read from the source tree
-        .testTarget(name: "StrataToolTests", dependencies: ["StrataToolCore", "Strata", "StrataTestSupport"]),
+        .testTarget(name: "StrataToolTests", dependencies: ["StrataToolCore", "Strata", "StrataRecords", "StrataPageLog", "StrataIO", "StrataTestSupport"]),
         // Seeded, bounded fuzzing of every layer (STRATA_FUZZ_SEED, STRATA_FUZZ_ITERATIONS).
         .testTarget(name: "StrataFuzzTests",
                     dependencies: ["Strata", "StrataRecords", "StrataSchema", "StrataPageLog", "StrataFormat", "StrataIO", "StrataTestSupport"]),

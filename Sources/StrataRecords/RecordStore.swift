@@ -330,6 +330,16 @@ package final class RecordTransaction {
         rootChanged = true
     }
 
+    /// Keeps an entry for an entity's record tree even while the tree holds no record, its
+    /// counter at least `nextRowID` (an import recreating an exported empty tree: a sub-entity
+    /// whose records were all deleted keeps its entry, its counter at 1).
+    package func keepEntityTree(_ entityID: UInt32, nextRowID: UInt64) {
+        var entity = root.entities[entityID] ?? StoreRoot.EntityTree()
+        entity.nextRowID = max(entity.nextRowID, nextRowID)
+        root.entities[entityID] = entity
+        rootChanged = true
+    }
+
     /// Replaces the stored schema catalog.
     package func setCatalog(_ bytes: [UInt8]) throws {
         if root.catalogPageID == 0 {

@@ -109,3 +109,25 @@ public func runCommand(_ arguments: [String]) -> Int32? {
     guard posix_spawnp(&pid, arguments[0], &actions, nil, argv, environ) == 0 else { return nil }
     return waitForChild(pid)
 }
+
+/// Runs a command (looked up in PATH) and returns its exit status with what it wrote to its
+/// standard output and error, or nil when it could not be started. The output goes through
+/// files in `scratch` (a folder the caller owns).
+public func runCommandCapturing(_ arguments: [String], scratch: String) -> (status: Int32, output: String, errors: String)? {
+    let outputPath = scratch + "/command-output", errorPath = scratch + "/command-errors"
+    var actions = posix_spawn_file_actions_t()
+    posix_spawn_file_actions_init(&actions)
+    defer { posix_spawn_file_actions_destroy(&actions) }
+    posix_spawn_file_actions_addopen(&actions, 1, outputPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+    posix_spawn_file_actions_addopen(&actions, 2, errorPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+    let argv = arguments.map { strdup($0) } + [nil]
+    defer { argv.forEach { free($0) } }
+    var pid: pid_t = 0
+    guard posix_spawnp(&pid, arguments[0], &actions, nil, argv, environ) == 0 else { return nil }
+    let status = waitForChild(pid)
+    defer {
+        unlink(outputPath)
+        unlink(errorPath)
+    }
+    return (status, readTextFile(outputPath) ?? "", readTextFile(errorPath) ?? "")
+}

@@ -5,6 +5,9 @@ import Foundation
 #endif
 import Testing
 import Strata
+import StrataIO
+import StrataPageLog
+import StrataRecords
 import StrataTestSupport
 @testable import StrataToolCore
 
@@ -146,6 +149,83 @@ import StrataTestSupport
         #expect(try restoredContext.fetch(FetchDescriptor<Shelf>()).map(\.id) == shelves.map(\.id))
         try original.close()
         try restored.close()
+    }
+
+    /// An entity tree left empty — a sub-entity whose records were all deleted, its counter
+    /// still at 1 (its records take ids from the hierarchy's root) — is an entity line of the
+    /// export with no records, and the import keeps it: exporting the copy gives the same bytes.
+    @Test func anEmptyEntityTreeSurvivesExportAndImport() throws {
+        let folder = try temporaryDirectory()
+        defer { removeDirectory(folder) }
+        let source = folder + "/source", copy = folder + "/copy"
+        do {
+            let store = try Store(at: source, for: Self.types)
+            let context = Context(store)
+            _ = try context.insert(Item(title: "kept", note: nil, weight: 1, made: Date(timeIntervalSinceReferenceDate: 0),
+                                        blob: Data(), code: UUID(), count: 1, box: nil, shelf: nil))
+            let gadget = try context.insert(Gadget(title: "gone", note: nil, weight: 2, made: Date(timeIntervalSinceReferenceDate: 0),
+                                                   blob: Data(), code: UUID(), count: 2, box: nil, shelf: nil, volts: 5))
+            try context.save()
+            try context.delete(gadget)
+            try context.save()
+            try store.close()
+        }
+        let first = try Self.export(source)
+        #expect(first.split(separator: "\n").contains { $0.hasPrefix("{\"entityTree\":{\"entity\":\"Gadget\"") && $0.contains("\"records\":0") },
+                "the emptied tree is an entity line: \(first)")
+        try Self.write(first, to: folder + "/first.jsonl")
+        #expect(ToolTests.strata("import", folder + "/first.jsonl", copy).status == .success)
+        #expect(try Self.export(copy) == first)
+    }
+
+    struct Note: PersistentRecord, Equatable {
+        var text: String
+    }
+
+    /// A store of 2,000 notes (a tree with an interior root), closed; `damage` then changes its
+    /// pages through the page log, as a faulty writer would (the checksums stay right).
+    static func damagedNotes(_ folder: String, _ damage: (RecordStore, UInt32) throws -> Void) throws {
+        let store = try Store(at: folder, for: [Note.self])
+        try store.write { transaction in for index in 0..<2_000 { _ = try transaction.insert(Note(text: "note \(index)")) } }
+        try store.close()
+        let records = RecordStore(log: try PageLog.open(directory: folder, fileSystem: POSIXFileSystem()))
+        let entityID = try #require(try records.snapshot().root.entities.keys.first)
+        try damage(records, entityID)
+        try records.log.close()
+    }
+
+    /// A damaged tree whose checksums hold — a leaf's records outside the range its parent
+    /// gives it, a store root counting a record too many — is refused by `export` and `dump`
+    /// (status 3, the damage named), which used to write it out as if it were whole (the
+    /// export then announcing more records than it held).
+    @Test func exportAndDumpRefuseATreeThatBreaksItsRules() throws {
+        let folder = try temporaryDirectory()
+        defer { removeDirectory(folder) }
+        // The root interior node's child 1 starts two ids higher: its first two records lie
+        // below its range (`kind, version, count:u16, reserved:u32`, then (first id, child) pairs).
+        try Self.damagedNotes(folder + "/ranges") { records, entityID in
+            let rootPageID = try #require(try records.snapshot().root.entities[entityID]?.tree.rootPageID)
+            var root = try #require(try records.log.snapshot().read(rootPageID)).bytes
+            try #require(root.first == 2 && (Int(root[2]) | Int(root[3]) << 8) >= 2)
+            let first = (0..<8).reduce(UInt64(0)) { $0 | UInt64(root[24 + $1]) << (8 * UInt64($1)) }
+            for byte in 0..<8 { root[24 + byte] = UInt8(truncatingIfNeeded: (first + 2) >> (8 * UInt64(byte))) }
+            try records.log.write { try $0.write(rootPageID, bytes: root) }
+        }
+        // The store root counts one record more than the tree holds.
+        try Self.damagedNotes(folder + "/count") { records, entityID in
+            var root = try records.snapshot().root
+            root.entities[entityID]?.tree.count += 1
+            let bytes = root.encoded()
+            try records.log.write { try $0.write(StoreRoot.pageID, bytes: bytes) }
+        }
+        for (store, damage) in [("ranges", "outside the range its parents give it"), ("count", "the tree holds 2000 records, the store root says 2001")] {
+            for command in ["export", "dump"] {
+                let run = ToolTests.strata(command, folder + "/" + store)
+                #expect(run.status == .storeError, "\(command) \(store): \(run.errors)")
+                #expect(run.errors.contains(damage), "\(command) \(store): \(run.errors)")
+            }
+            #expect(ToolTests.strata("verify", folder + "/" + store).status == .problemsFound)
+        }
     }
 
     @Test func anExportCarriesEveryCatalogVersionAndItsIDs() throws {

@@ -187,19 +187,50 @@ package final class StoreInspection: Sendable {
     }
 
     /// Calls `body` with every record of `entityID`'s tree in id order — its id and its stored
-    /// values by property id — until it returns false.
+    /// values by property id — until it returns false. The tree is checked as it is read, as
+    /// `verify` checks it: each leaf's ids within the range its parents give it, ids ascending,
+    /// and — when the scan reaches the end — as many records as the store root counts (FileFormat.md, "Record trees"), so a dump or an export never
+    /// writes a damaged tree's records as if they were whole.
     /// - Throws: `StrataError.corruption` for a record that does not decode (naming its entity
-    ///   id and record id) or a damaged tree; what `body` throws.
+    ///   id and record id), a tree that breaks those rules or is damaged; what `body` throws.
     package func scan(entity entityID: UInt32, _ body: (UInt64, [UInt32: Value]) throws -> Bool) throws {
+        let entity = snapshot.root.entities[entityID]
+        let file = "record tree of entity \(entityID)"
+        var outside: String?
+        let ranges = { (pageID: UInt64, first: UInt64, last: UInt64, low: UInt64, high: UInt64?) in
+            guard outside == nil, first < low || high.map({ last >= $0 }) ?? false else { return }
+            outside = "leaf \(pageID) holds records \(first)–\(last), outside the range its parents give it "
+                + "(\(low) up to \(high.map(String.init) ?? "the end"))"
+        }
+        var count: UInt64 = 0
+        var previous: UInt64?
+        var stopped = false
         try translatingErrors {
-            try snapshot.reader(for: entityID).scan { id, bytes in
-                let values: [UInt32: Value]
-                do { values = try RecordCodec.decode(bytes) } catch let error as FormatError {
-                    throw StrataError.corruption(file: "record tree of entity \(entityID)", offset: 0,
-                                                 reason: "record \(id) does not decode: \(error.reason)")
+            try snapshot.reader(for: entityID).scanRuns(from: 0, mapped: true, leafRanges: ranges) { run in
+                if let outside { throw StrataError.corruption(file: file, offset: 0, reason: outside) }
+                for index in 0..<run.count {
+                    let id = run.id(index)
+                    if let previous, id <= previous {
+                        throw StrataError.corruption(file: file, offset: 0, reason: "record \(id) follows record \(previous)")
+                    }
+                    previous = id
+                    count += 1
+                    let values: [UInt32: Value]
+                    do { values = try RecordCodec.decode(run.bytes(index)) } catch let error as FormatError {
+                        throw StrataError.corruption(file: file, offset: 0, reason: "record \(id) does not decode: \(error.reason)")
+                    }
+                    if try !body(id, values) {
+                        stopped = true
+                        return false
+                    }
                 }
-                return try body(id, values)
+                return true
             }
+        }
+        if let outside { throw StrataError.corruption(file: file, offset: 0, reason: outside) }
+        guard !stopped, let entity else { return }
+        if count != entity.tree.count {
+            throw StrataError.corruption(file: file, offset: 0, reason: "the tree holds \(count) records, the store root says \(entity.tree.count)")
         }
     }
 }

@@ -148,8 +148,10 @@ package final class StoreImporter {
             }
             try translatingErrors {
                 try records.write { transaction in
-                    for (entityID, nextID) in nextIDs.sorted(by: { $0.key < $1.key }) where nextID > 0 {
-                        transaction.reserve(nextID - 1, for: entityID)
+                    // Every entity line's tree, even one without records (so exporting the
+                    // new store gives the same file), its counter where the export left it.
+                    for (entityID, nextID) in nextIDs.sorted(by: { $0.key < $1.key }) {
+                        transaction.keepEntityTree(entityID, nextRowID: nextID)
                     }
                 }
             }
