@@ -104,7 +104,7 @@ public struct RecordReader {
     /// - Throws: as ``decode(_:forKey:)-(String.Type,_)``.
     public func decode(_: Float.Type, forKey name: String) throws -> Float {
         let field = state.field(named: name)
-        if field.tag == ValueTag.double.rawValue { return Float(Double(bitPattern: field.bits)) }
+        if field.tag == ValueTag.double.rawValue { return try ValueConversion.float(narrowing: Double(bitPattern: field.bits), attribute: name) }
         return try ValueConversion.float(from: value(field, name: name), attribute: name)
     }
 

@@ -174,7 +174,7 @@ enum ValueConversion {
             switch (type, value) {
             case (.bool, .bool(let bool)): bool
             case (.string, .string(let string)): string
-            case (.double, .double(let double)): T.self == Float.self ? Float(double) : double
+            case (.double, .double(let double)): T.self == Float.self ? try float(narrowing: double, attribute: attribute) : double
             case (.date, .date(let date)): date
             case (.uuid, .uuid(let uuid)): uuid
             case (.data, .data(let bytes)): T.self == Data.self ? Data(bytes) : bytes
@@ -226,7 +226,19 @@ extension ValueConversion {
     @inline(__always)
     static func float(from value: Value, attribute: String) throws(RecordCodingError) -> Float {
         guard case .double(let double) = value else { throw mismatch(value, attribute: attribute, typeName: "Float") }
-        return Float(double)
+        return try float(narrowing: double, attribute: attribute)
+    }
+
+    /// A stored double read as a `Float`: rounded to the nearest `Float` (as `JSONDecoder`
+    /// reads a number), but a finite value beyond `Float`'s range, or one so small it would
+    /// read as zero, is an error rather than a silent infinity or zero.
+    @inline(__always)
+    static func float(narrowing double: Double, attribute: String) throws(RecordCodingError) -> Float {
+        let float = Float(double)
+        if (float.isInfinite && double.isFinite) || (float == 0 && double != 0) {
+            throw .typeMismatch(attribute: attribute, expected: "Float", found: .double(double))
+        }
+        return float
     }
 
     @inline(__always)

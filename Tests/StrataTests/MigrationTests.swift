@@ -325,7 +325,7 @@ enum FullPlan: SchemaMigrationPlan {
         let cases: [(StageFault?, Bool, MigrationFailureReport.Category, String)] = [
             (.willMigrate, false, .willMigrate, "willMigrate"),
             (.didMigrate, false, .didMigrate, "didMigrate"),
-            (nil, true, .schemaChange, "Person.fullName is unique"),
+            (nil, true, .schemaChange, "Person.fullName cannot become unique"),
         ]
         for (fault, skip, category, message) in cases {
             let fs = MemoryFileSystem()

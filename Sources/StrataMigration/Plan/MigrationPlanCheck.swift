@@ -115,8 +115,11 @@ package struct MigrationPlanCheck {
                 let targets = try Self.checkTransforms(transforms, stage: stageIndex, from: previous, fromName: from,
                                                        to: current, toName: version.name)
                 rewritten = Set(transforms.compactMap { previous.entity(named: $0.sourceEntity)?.id })
-                // What the stage's switch cannot apply: a blocking change of an entity no transform writes.
-                let unhandled = step.blocking.filter { !targets.contains($0.entity) }
+                // What the stage's switch cannot apply: a blocking change of an entity no transform
+                // writes. A change of a property reaches every entity below the one declaring it:
+                // each keeps its records in a tree of its own, and a transform rewrites its own
+                // entity's records only, so each sub-entity needs a transform too.
+                let unhandled = step.blocking.flatMap { Self.reach(of: $0, in: current) }.filter { !targets.contains($0.entity) }
                 if !unhandled.isEmpty {
                     throw .missingTransform(stage: stageIndex, from: from, to: version.name,
                                             differences: SchemaDifference.explained(unhandled) + Self.renameHints(step))
@@ -143,6 +146,22 @@ package struct MigrationPlanCheck {
         }
         self.steps = steps
         self.warnings = warnings
+    }
+
+    /// The entities whose records a blocking change needs rewritten: its own, and for a change
+    /// of a property every entity that inherits it in `version` (each named as the changed one).
+    private static func reach(of difference: SchemaDifference, in version: CatalogVersion) -> [SchemaDifference] {
+        switch difference.change {
+        case .attributeAdded, .attributeRemoved, .attributeRenamed, .attributeTypeChanged, .attributeMadeCodable,
+             .attributeBecameOptional, .attributeBecameRequired, .attributeDefaultChanged, .uniqueAdded, .uniqueRemoved,
+             .indexAdded, .indexRemoved, .relationshipAdded, .relationshipRemoved, .relationshipChanged, .relationshipBecameToOne:
+            guard let id = version.entity(named: difference.entity)?.id else { return [difference] }
+            return version.family(ofEntity: id).compactMap { member in
+                version.entity(id: member).map { SchemaDifference(entity: $0.name, change: difference.change) }
+            }
+        case .entityAdded, .entityRemoved, .entityRenamed, .parentChanged:
+            return [difference]
+        }
     }
 
     /// The probable renames of a step, as hints for its error.
@@ -175,7 +194,10 @@ package struct MigrationPlanCheck {
                     + "into its own entity or one new in \(toName); rewrite \(transform.targetEntity) with a transform of its own")
             }
             guard targets.insert(target.id).inserted else {
-                throw fail("two transforms of the stage write \(transform.targetEntity); one transform per target entity")
+                throw fail("two transforms of the stage write \(transform.targetEntity); one transform per target entity. To merge "
+                    + "entities into one, migrate through an intermediate version that has the old entities and the new one: a "
+                    + "custom stage to it whose didMigrate inserts the new entity's records from the old ones, then a lightweight "
+                    + "stage from it that removes the old entities (Docs/Migrations.md, \"Merging entities\")")
             }
             names.insert(target.name)
         }

@@ -44,6 +44,9 @@ extension MigrationRunner {
     private func propagate(_ relationship: CatalogRelationship, of holders: [UInt32], to inverse: CatalogRelationship,
                            of destinations: [UInt32], shadowed: Set<UInt32>, version: CatalogVersion, records: RecordStore) throws {
         let schemaVersion = version.id
+        // The old versions of the shadowed entities' records (their own trees never change
+        // during a stage): what a transform dropped is there and not in the shadow tree.
+        let before = try translatingErrors { try records.snapshot() }
         var low: UInt64 = 0
         while true {
             let high = try translatingErrors {
@@ -79,8 +82,15 @@ extension MigrationRunner {
                             if sources.last != links[index].source { sources.append(links[index].source) }
                             index += 1
                         }
-                        try link(destination, to: sources, through: inverse, in: destinations, tree: tree, version: version,
-                                 relationship: relationship, shadowed: shadowed)
+                        if try !link(destination, to: sources, through: inverse, in: destinations, tree: tree, version: version,
+                                     relationship: relationship, of: holders, shadowed: shadowed),
+                           try destinations.contains(where: { entityID in
+                               guard shadowed.contains(entityID) else { return false }
+                               return try before.reader(for: entityID).get(destination) != nil
+                           }) {
+                            try unlink(destination, from: sources, through: relationship, of: holders, tree: tree, version: version,
+                                       shadowed: shadowed)
+                        }
                     }
                     return high == .max ? nil : high
                 }
@@ -90,10 +100,11 @@ extension MigrationRunner {
         }
     }
 
-    /// Adds `sources` to record `id`'s `inverse` (in whichever entity of `destinations` holds it).
+    /// Adds `sources` to record `id`'s `inverse` (in whichever entity of `destinations` holds
+    /// it); false when no entity of `destinations` holds a record `id`.
     private func link(_ id: UInt64, to sources: [UInt64], through inverse: CatalogRelationship, in destinations: [UInt32],
                       tree: (UInt32) -> RecordTreeWriter, version: CatalogVersion, relationship: CatalogRelationship,
-                      shadowed: Set<UInt32>) throws {
+                      of holders: [UInt32], shadowed: Set<UInt32>) throws -> Bool {
         for entityID in destinations {
             let records = tree(entityID)
             guard let bytes = try records.get(id) else { continue }
@@ -104,7 +115,7 @@ extension MigrationRunner {
             var current: [UInt64] = []
             if case .references(let ids)? = values[inverse.id] { current = ids }
             let missing = sources.filter { !current.contains($0) }
-            guard !missing.isEmpty else { return }
+            guard !missing.isEmpty else { return true }
             let record = "\(Self.name(entityID, version))#\(id)"
             guard shadowed.contains(entityID) else {
                 throw StrataError.invalidSchema(reason: "the stage's records link \(record) through \(relationship.name), but its inverse "
@@ -114,15 +125,53 @@ extension MigrationRunner {
             }
             let linked = current + missing
             if inverse.cardinality == .toOne && linked.count > 1 {
-                throw StrataError.invalidSchema(reason: "\(record).\(inverse.name) is to-one, but after the stage's transforms records "
-                    + "\(linked.map(String.init).joined(separator: " and ")) link it through \(relationship.name); set one of them only")
+                let holder = holders.first.map { Self.name($0, version) } ?? "#"
+                throw StrataError.invalidSchema(reason: "\(record).\(inverse.name) is to-one, but after the stage's transforms "
+                    + "\(linked.map { "\(holder)#\($0)" }.joined(separator: " and ")) link it through \(holder).\(relationship.name); "
+                    + "let one of them only: in the transform of \(holder), keep in \(relationship.name) only the records whose "
+                    + "\(inverse.name) is that record (or set \(inverse.name) to the one \(holder) record that keeps it)")
             }
             values[inverse.id] = .references(linked)
             _ = try records.update(id, bytes: RecordCodec.encode(values))
-            return
+            return true
         }
-        // No such record: a dangling reference, left as the transform wrote it (as `save()`
-        // would refuse it, `verify()` reports it).
+        return false
+    }
+
+    /// Removes record `id` — which a transform of the stage dropped (returned nil for) — from
+    /// `sources`' `relationship`, as a delete's nullify rule would. A source the stage does not
+    /// rewrite cannot change: the stage fails naming it and the fix; so does a source whose
+    /// relationship is required and would be left empty.
+    private func unlink(_ id: UInt64, from sources: [UInt64], through relationship: CatalogRelationship, of holders: [UInt32],
+                        tree: (UInt32) -> RecordTreeWriter, version: CatalogVersion, shadowed: Set<UInt32>) throws {
+        let dropped = "\(Self.name(relationship.destinationID, version))#\(id)"
+        for source in sources {
+            for entityID in holders {
+                let records = tree(entityID)
+                guard let bytes = try records.get(source) else { continue }
+                let record = "\(Self.name(entityID, version))#\(source)"
+                guard shadowed.contains(entityID) else {
+                    throw StrataError.invalidSchema(reason: "the stage dropped \(dropped) (its transform returned nil), but \(record) lists "
+                        + "it in \(relationship.name), and \(Self.name(entityID, version)) is not rewritten by the stage, so the link cannot "
+                        + "be removed; add a transform of \(Self.name(entityID, version)) (returning each record as it is) so the stage "
+                        + "removes it, or keep the record")
+                }
+                var values: [UInt32: Value]
+                do { values = try RecordCodec.decode(bytes) } catch {
+                    throw StrataError.corruption(file: "record \(record)", offset: 0, reason: "\(error)")
+                }
+                guard case .references(let ids)? = values[relationship.id] else { break }
+                let kept = ids.filter { $0 != id }
+                if kept.isEmpty && !relationship.isOptional {
+                    throw StrataError.invalidSchema(reason: "the stage dropped \(dropped) (its transform returned nil), the only record "
+                        + "\(record)'s required \(relationship.name) links; set another in the transform of \(Self.name(entityID, version)), "
+                        + "or keep the record")
+                }
+                values[relationship.id] = kept.isEmpty ? nil : .references(kept)
+                _ = try records.update(source, bytes: RecordCodec.encode(values))
+                break
+            }
+        }
     }
 
     /// The identifiers a relationship value of a stored record holds.

@@ -55,7 +55,8 @@ public enum StrataError: Error, Sendable, Equatable, CustomStringConvertible {
     /// can be updated instead: an update repeating another record's value, an insert whose
     /// unique attributes match two different records, or a schema making an attribute unique
     /// whose values already repeat. Nothing of the save, write or open was stored.
-    /// `existing` names the record (or records) already holding the value.
+    /// `existing` names the record already holding the value, or — for a constraint a new
+    /// schema version adds, which stored records break — the two records ("records 7 and 12").
     case uniqueConstraintViolation(entity: String, attribute: String, existing: String)
     /// The store was last written with a newer schema version than the app's (a release was
     /// pulled, or an older app shares the store). Nothing was changed.
@@ -162,6 +163,11 @@ public enum StrataError: Error, Sendable, Equatable, CustomStringConvertible {
         case .requiredRelationship(let record, let relationship):
             "\(record).\(relationship) is required but would refer to no record"
         case .abstractEntity(let name): "\(name) is abstract: insert records of its sub-entities instead"
+        case .uniqueConstraintViolation(let entity, let attribute, let existing) where existing.hasPrefix("records "):
+            // A constraint new to the schema the stored records break (binding or a migration's switch).
+            "\(entity).\(attribute) cannot become unique: \(existing) of \(entity) hold the same value (nothing was changed); remove or "
+                + "merge the duplicates in the willMigrate of a custom stage to this version (fetch them with the Context, then "
+                + "delete or update all but one), or give up the constraint"
         case .uniqueConstraintViolation(let entity, let attribute, let existing):
             "\(entity).\(attribute) is unique, and \(existing) already holds the value"
         case .storeIsNewer(let stored, let current):
