@@ -88,7 +88,7 @@ extension MigrationRunner {
                                guard shadowed.contains(entityID) else { return false }
                                return try before.reader(for: entityID).get(destination) != nil
                            }) {
-                            try unlink(destination, from: sources, through: relationship, of: holders, tree: tree, version: version,
+                            try removeDroppedLink(destination, from: sources, through: relationship, of: holders, tree: tree, version: version,
                                        shadowed: shadowed)
                         }
                     }
@@ -142,7 +142,7 @@ extension MigrationRunner {
     /// `sources`' `relationship`, as a delete's nullify rule would. A source the stage does not
     /// rewrite cannot change: the stage fails naming it and the fix; so does a source whose
     /// relationship is required and would be left empty.
-    private func unlink(_ id: UInt64, from sources: [UInt64], through relationship: CatalogRelationship, of holders: [UInt32],
+    private func removeDroppedLink(_ id: UInt64, from sources: [UInt64], through relationship: CatalogRelationship, of holders: [UInt32],
                         tree: (UInt32) -> RecordTreeWriter, version: CatalogVersion, shadowed: Set<UInt32>) throws {
         let dropped = "\(Self.name(relationship.destinationID, version))#\(id)"
         for source in sources {
