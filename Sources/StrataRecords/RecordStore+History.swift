@@ -83,7 +83,10 @@ extension RecordTransaction {
     /// journal's root; a commit that changed records without journaling them moves the horizon
     /// past itself, so no reader mistakes the journal for complete across it.
     func finishHistory(recordsChanged: Bool) throws {
-        guard var journal = root.history else { return }
+        // A store that never journaled gets its journal's root at its first unjournaled change
+        // of records too, so the horizon moves past that commit (invariant 31 c): a reader from
+        // the start then gets `historyTruncated` rather than a history silently missing it.
+        guard var journal = root.history ?? (history == nil && recordsChanged ? HistoryRoot() : nil) else { return }
         let before = journal
         if let history {
             try history.finish()
