@@ -189,8 +189,9 @@ package final class StoreInspection: Sendable {
     /// Calls `body` with every record of `entityID`'s tree in id order — its id and its stored
     /// values by property id — until it returns false. The tree is checked as it is read, as
     /// `verify` checks it: each leaf's ids within the range its parents give it, ids ascending,
-    /// and — when the scan reaches the end — as many records as the store root counts (FileFormat.md, "Record trees"), so a dump or an export never
-    /// writes a damaged tree's records as if they were whole.
+    /// and — when the scan reaches the end — as many records as the store root counts
+    /// (FileFormat.md, "Record trees"), so a dump or an export never writes a damaged tree's
+    /// records as if they were whole.
     /// - Throws: `StrataError.corruption` for a record that does not decode (naming its entity
     ///   id and record id), a tree that breaks those rules or is damaged; what `body` throws.
     package func scan(entity entityID: UInt32, _ body: (UInt64, [UInt32: Value]) throws -> Bool) throws {

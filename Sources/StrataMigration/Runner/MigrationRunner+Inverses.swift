@@ -88,8 +88,8 @@ extension MigrationRunner {
                                guard shadowed.contains(entityID) else { return false }
                                return try before.reader(for: entityID).get(destination) != nil
                            }) {
-                            try removeDroppedLink(destination, from: sources, through: relationship, of: holders, tree: tree, version: version,
-                                       shadowed: shadowed)
+                            try removeDroppedLink(destination, from: sources, through: relationship, of: holders, tree: tree,
+                                                  version: version, shadowed: shadowed)
                         }
                     }
                     return high == .max ? nil : high
@@ -142,8 +142,9 @@ extension MigrationRunner {
     /// `sources`' `relationship`, as a delete's nullify rule would. A source the stage does not
     /// rewrite cannot change: the stage fails naming it and the fix; so does a source whose
     /// relationship is required and would be left empty.
-    private func removeDroppedLink(_ id: UInt64, from sources: [UInt64], through relationship: CatalogRelationship, of holders: [UInt32],
-                        tree: (UInt32) -> RecordTreeWriter, version: CatalogVersion, shadowed: Set<UInt32>) throws {
+    private func removeDroppedLink(_ id: UInt64, from sources: [UInt64], through relationship: CatalogRelationship,
+                                   of holders: [UInt32], tree: (UInt32) -> RecordTreeWriter, version: CatalogVersion,
+                                   shadowed: Set<UInt32>) throws {
         let dropped = "\(Self.name(relationship.destinationID, version))#\(id)"
         for source in sources {
             for entityID in holders {
