@@ -45,33 +45,43 @@ public struct RecordSort<Record>: Sendable {
     /// positions (`ascending` of records i and j): a sort then reads no key path per comparison.
     @usableFromInline let ascendingByPosition: @Sendable ([Record]) -> (Int, Int) -> Bool?
 
-    /// Sorts by a comparable property.
+    /// Sorts by a comparable property. A floating-point NaN, which compares neither below nor
+    /// above any number, sorts after every number (forward), NaNs tying among themselves — as
+    /// an index orders them — so a sort is one total order.
     @inlinable
     public init<Value: Comparable & SendableMetatype>(_ keyPath: KeyPath<Record, Value> & Sendable, order: SortOrder = .forward) {
         self.order = order
+        let floating = Value.self is any FloatingPoint.Type
         ascending = { a, b in
             let left = a[keyPath: keyPath], right = b[keyPath: keyPath]
+            if floating, let nanOrder = RecordSortNaN.ascending(left != left, right != right) { return nanOrder }
             return left == right ? nil : left < right
         }
         ascendingByPosition = { records in
             let keys = records.map { $0[keyPath: keyPath] }
+            let unordered = floating ? keys.map { $0 != $0 } : []
             return { i, j in
+                if floating, let nanOrder = RecordSortNaN.ascending(unordered[i], unordered[j]) { return nanOrder }
                 let left = keys[i], right = keys[j]
                 return left == right ? nil : left < right
             }
         }
     }
 
-    /// Sorts by an optional comparable property; nil sorts first (forward).
+    /// Sorts by an optional comparable property; nil sorts first (forward), a NaN after every
+    /// number.
     @inlinable
     public init<Value: Comparable & SendableMetatype>(_ keyPath: KeyPath<Record, Value?> & Sendable, order: SortOrder = .forward) {
         self.order = order
+        let floating = Value.self is any FloatingPoint.Type
         ascending = { a, b in
             switch (a[keyPath: keyPath], b[keyPath: keyPath]) {
             case (nil, nil): nil
             case (nil, _): true
             case (_, nil): false
-            case (let left?, let right?): left == right ? nil : left < right
+            case (let left?, let right?):
+                if floating, let nanOrder = RecordSortNaN.ascending(left != left, right != right) { nanOrder }
+                else { left == right ? nil : left < right }
             }
         }
         ascendingByPosition = { records in
@@ -81,7 +91,9 @@ public struct RecordSort<Record>: Sendable {
                 case (nil, nil): nil
                 case (nil, _): true
                 case (_, nil): false
-                case (let left?, let right?): left == right ? nil : left < right
+                case (let left?, let right?):
+                    if floating, let nanOrder = RecordSortNaN.ascending(left != left, right != right) { nanOrder }
+                    else { left == right ? nil : left < right }
                 }
             }
         }
@@ -91,6 +103,18 @@ public struct RecordSort<Record>: Sendable {
     func precedes(_ a: Record, _ b: Record) -> Bool? {
         guard let ascending = ascending(a, b) else { return nil }
         return order == .forward ? ascending : !ascending
+    }
+}
+
+/// How NaNs sort (`RecordSort`): after every number.
+@usableFromInline
+enum RecordSortNaN {
+    /// Whether a key goes before another given which of them are NaN (`leftNaN`, `rightNaN`):
+    /// nil when neither is (compare the values), a tie when both are.
+    @inlinable
+    static func ascending(_ leftNaN: Bool, _ rightNaN: Bool) -> Bool?? {
+        guard leftNaN || rightNaN else { return nil }
+        return .some(leftNaN == rightNaN ? nil : rightNaN)
     }
 }
 
