@@ -216,7 +216,7 @@ struct HAPlain: PersistentRecord {
         return changes
     }
 
-    struct ModelTransaction {
+    struct ModelTransaction: HistoryModelTransaction {
         var token: UInt64
         var author: String?
         /// Groups of changes: within a group the order is not checked (one `Store.write` call's
@@ -225,6 +225,12 @@ struct HAPlain: PersistentRecord {
         var viaContext: Bool
         var microseconds: Int64 = 0
         var changeCount: Int { groups.reduce(0) { $0 + $1.count } }
+
+        func keeping(entities: Set<String>) -> ModelTransaction? {
+            var kept = self
+            kept.groups = groups.map { $0.filter { entities.contains($0.entity) } }.filter { !$0.isEmpty }
+            return kept.groups.isEmpty ? nil : kept
+        }
     }
 
     static let entities = ["HAOwner", "HATag", "HAItem", "HASpecial", "HAPlain"]
@@ -621,7 +627,7 @@ struct HAPlain: PersistentRecord {
                 Issue.record("\(new.count) new journal entries instead of 1 (\(where_))")
             } else {
                 var model = ModelTransaction(token: lastToken + 1, author: author, groups: groups, viaContext: viaContext)
-                model.microseconds = Self.microseconds(new[0].timestamp)
+                model.microseconds = historyMicroseconds(new[0].timestamp)
                 if let previous = journal.last, model.microseconds < previous.microseconds { Issue.record("timestamp decreased (\(where_))") }
                 Self.compare(new, [model], where_)
                 journal.append(model)
@@ -631,7 +637,7 @@ struct HAPlain: PersistentRecord {
 
             if step % 4 == 3 {
                 let (descriptor, answer) = Self.randomQuery(journal, lastToken: lastToken, using: &random)
-                Self.compare(try store.fetchHistory(descriptor), answer, "query \(queries) \(Self.describe(descriptor)), \(where_)")
+                Self.compare(try store.fetchHistory(descriptor), answer, "query \(queries) \(descriptor.modelDescription), \(where_)")
                 queries += 1
             }
             if random.next() % 100 == 0 {
@@ -651,7 +657,7 @@ struct HAPlain: PersistentRecord {
         Self.compare(try store.fetchHistory(), journal, "whole journal after reopen, seed \(seed)")
         for _ in 0..<300 {
             let (descriptor, answer) = Self.randomQuery(journal, lastToken: lastToken, using: &random)
-            Self.compare(try store.fetchHistory(descriptor), answer, "final query \(Self.describe(descriptor)), seed \(seed)")
+            Self.compare(try store.fetchHistory(descriptor), answer, "final query \(descriptor.modelDescription), seed \(seed)")
         }
         try store.close()
         print("HistoryAdversaryTests: \(stats.sorted { $0.key < $1.key }), \(journal.count) journaled, \(journal.reduce(0) { $0 + $1.changeCount }) changes, \(queries) queries")
@@ -728,8 +734,6 @@ struct HAPlain: PersistentRecord {
 
     // MARK: Queries
 
-    static func microseconds(_ date: Date) -> Int64 { Int64((date.timeIntervalSince1970 * 1_000_000).rounded()) }
-
     static func selected(_ names: Set<String>?) -> Set<String>? {
         names.map { $0.contains("HAItem") ? $0.union(["HASpecial"]) : $0 }
     }
@@ -762,28 +766,8 @@ struct HAPlain: PersistentRecord {
         if random.next() % 2 == 0 { descriptor.order = .reverse }
 
         let selected = selected(descriptor.entityNames)
-        var answer: [ModelTransaction] = []
-        for transaction in journal {
-            guard transaction.token > (descriptor.after?.rawValue ?? 0), transaction.token <= (descriptor.through?.rawValue ?? .max),
-                  transaction.microseconds <= (untilMicroseconds ?? .max) else { continue }
-            if let authors = descriptor.authors, !(transaction.author.map(authors.contains) ?? false) { continue }
-            if let author = transaction.author, descriptor.excludedAuthors.contains(author) { continue }
-            var kept = transaction
-            if let selected {
-                kept.groups = transaction.groups.map { $0.filter { selected.contains($0.entity) } }.filter { !$0.isEmpty }
-                if kept.groups.isEmpty { continue }
-            }
-            answer.append(kept)
-        }
-        if descriptor.order == .reverse { answer.reverse() }
-        if let limit = descriptor.limit { answer = Array(answer.prefix(limit)) }
+        let answer = descriptor.modelAnswer(journal, untilMicroseconds: untilMicroseconds, selected: selected)
         return (descriptor, answer)
-    }
-
-    static func describe(_ d: HistoryDescriptor) -> String {
-        "after \(d.after.map { "\($0)" } ?? "-") through \(d.through.map { "\($0)" } ?? "-") until \(d.until.map { "\(microseconds($0))" } ?? "-")"
-            + " entities \(d.entityNames?.sorted() ?? []) authors \(d.authors?.sorted() ?? []) excluded \(d.excludedAuthors.sorted())"
-            + " limit \(d.limit.map(String.init) ?? "-") \(d.order)"
     }
 
     nonisolated(unsafe) static var reported = 0
@@ -798,7 +782,7 @@ struct HAPlain: PersistentRecord {
             let at = "token \(model.token) (\(where_))"
             if transaction.author != model.author { Issue.record("author \(String(describing: transaction.author)) instead of \(String(describing: model.author)), \(at)") }
             if transaction.schemaVersion != nil { Issue.record("schema version, \(at)") }
-            if model.microseconds != 0, microseconds(transaction.timestamp) != model.microseconds { Issue.record("timestamp, \(at)") }
+            if model.microseconds != 0, historyMicroseconds(transaction.timestamp) != model.microseconds { Issue.record("timestamp, \(at)") }
             let changes = transaction.changes.map(ModelChange.init)
             var ok = changes.count == model.changeCount
             if ok {

@@ -86,7 +86,7 @@ struct HistoryUrgentTask: PersistentRecord, Equatable {
     }
 
     /// One journaled transaction as the model expects it.
-    struct ModelTransaction {
+    struct ModelTransaction: HistoryModelTransaction {
         var token: UInt64
         var author: String?
         var changes: [ModelChange]
@@ -94,6 +94,12 @@ struct HistoryUrgentTask: PersistentRecord, Equatable {
         var viaContext: Bool
         /// Microseconds since 1970, read from the journal once committed.
         var microseconds: Int64 = 0
+
+        func keeping(entities: Set<String>) -> ModelTransaction? {
+            var kept = self
+            kept.changes = changes.filter { entities.contains($0.entity) }
+            return kept.changes.isEmpty ? nil : kept
+        }
     }
 
     static let entities = ["HistoryProject", "HistoryTask", "HistoryUrgentTask"]
@@ -248,7 +254,7 @@ struct HistoryUrgentTask: PersistentRecord, Equatable {
                 Issue.record("\(new.count) new journal entries instead of 1 (\(where_))")
             } else {
                 var model = ModelTransaction(token: lastToken + 1, author: author, changes: expected, viaContext: viaContext)
-                model.microseconds = Self.microseconds(new[0].timestamp)
+                model.microseconds = historyMicroseconds(new[0].timestamp)
                 if let previous = journal.last {
                     #expect(model.microseconds >= previous.microseconds, "timestamps decrease (\(where_))")
                 }
@@ -262,7 +268,7 @@ struct HistoryUrgentTask: PersistentRecord, Equatable {
             if step % 5 == 4 {
                 let (descriptor, answer) = Self.randomQuery(journal, lastToken: lastToken, using: &random)
                 let result = try store.fetchHistory(descriptor)
-                Self.compare(result, answer, "query \(queries) \(Self.describe(descriptor)), \(where_)")
+                Self.compare(result, answer, "query \(queries) \(descriptor.modelDescription), \(where_)")
                 queries += 1
                 returned += result.count
             }
@@ -425,8 +431,6 @@ struct HistoryUrgentTask: PersistentRecord, Equatable {
 
     // MARK: Queries
 
-    static func microseconds(_ date: Date) -> Int64 { Int64((date.timeIntervalSince1970 * 1_000_000).rounded()) }
-
     /// A random descriptor and the model's answer to it.
     static func randomQuery(_ journal: [ModelTransaction], lastToken: UInt64,
                             using random: inout SeededRandom) -> (HistoryDescriptor, [ModelTransaction]) {
@@ -460,28 +464,8 @@ struct HistoryUrgentTask: PersistentRecord, Equatable {
         let selected = descriptor.entityNames.map { names in
             names.contains("HistoryTask") ? names.union(["HistoryUrgentTask"]) : names
         }
-        var answer: [ModelTransaction] = []
-        for transaction in journal {
-            guard transaction.token > (descriptor.after?.rawValue ?? 0), transaction.token <= (descriptor.through?.rawValue ?? .max),
-                  transaction.microseconds <= (untilMicroseconds ?? .max) else { continue }
-            if let authors = descriptor.authors, !(transaction.author.map(authors.contains) ?? false) { continue }
-            if let author = transaction.author, descriptor.excludedAuthors.contains(author) { continue }
-            var kept = transaction
-            if let selected {
-                kept.changes = transaction.changes.filter { selected.contains($0.entity) }
-                if kept.changes.isEmpty { continue }
-            }
-            answer.append(kept)
-        }
-        if descriptor.order == .reverse { answer.reverse() }
-        if let limit = descriptor.limit { answer = Array(answer.prefix(limit)) }
+        let answer = descriptor.modelAnswer(journal, untilMicroseconds: untilMicroseconds, selected: selected)
         return (descriptor, answer)
-    }
-
-    static func describe(_ d: HistoryDescriptor) -> String {
-        "after \(d.after.map { "\($0)" } ?? "-") through \(d.through.map { "\($0)" } ?? "-") until \(d.until.map { "\(microseconds($0))" } ?? "-")"
-            + " entities \(d.entityNames?.sorted() ?? []) authors \(d.authors?.sorted() ?? []) excluded \(d.excludedAuthors.sorted())"
-            + " limit \(d.limit.map(String.init) ?? "-") \(d.order)"
     }
 
     /// Records an issue for each difference between what the journal returned and the model.
@@ -494,7 +478,7 @@ struct HistoryUrgentTask: PersistentRecord, Equatable {
             let at = "token \(model.token) (\(where_))"
             #expect(transaction.author == model.author, "author, \(at)")
             #expect(transaction.schemaVersion == nil, "schema version, \(at)")
-            if model.microseconds != 0 { #expect(microseconds(transaction.timestamp) == model.microseconds, "timestamp, \(at)") }
+            if model.microseconds != 0 { #expect(historyMicroseconds(transaction.timestamp) == model.microseconds, "timestamp, \(at)") }
             var changes = transaction.changes.map(ModelChange.init)
             var wanted = model.changes
             if model.viaContext {
