@@ -98,16 +98,7 @@ public func writeTextFile(_ path: String, _ text: String) {
 /// Runs a command (looked up in PATH) with its output discarded; its exit status, or nil when
 /// it could not be started.
 public func runCommand(_ arguments: [String]) -> Int32? {
-    var actions = posix_spawn_file_actions_t()
-    posix_spawn_file_actions_init(&actions)
-    defer { posix_spawn_file_actions_destroy(&actions) }
-    posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
-    posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
-    let argv = arguments.map { strdup($0) } + [nil]
-    defer { argv.forEach { free($0) } }
-    var pid: pid_t = 0
-    guard posix_spawnp(&pid, arguments[0], &actions, nil, argv, environ) == 0 else { return nil }
-    return waitForChild(pid)
+    runCommand(arguments, output: "/dev/null", errors: "/dev/null")
 }
 
 /// Runs a command (looked up in PATH) and returns its exit status with what it wrote to its
@@ -115,19 +106,25 @@ public func runCommand(_ arguments: [String]) -> Int32? {
 /// files in `scratch` (a folder the caller owns).
 public func runCommandCapturing(_ arguments: [String], scratch: String) -> (status: Int32, output: String, errors: String)? {
     let outputPath = scratch + "/command-output", errorPath = scratch + "/command-errors"
-    var actions = posix_spawn_file_actions_t()
-    posix_spawn_file_actions_init(&actions)
-    defer { posix_spawn_file_actions_destroy(&actions) }
-    posix_spawn_file_actions_addopen(&actions, 1, outputPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-    posix_spawn_file_actions_addopen(&actions, 2, errorPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-    let argv = arguments.map { strdup($0) } + [nil]
-    defer { argv.forEach { free($0) } }
-    var pid: pid_t = 0
-    guard posix_spawnp(&pid, arguments[0], &actions, nil, argv, environ) == 0 else { return nil }
-    let status = waitForChild(pid)
     defer {
         unlink(outputPath)
         unlink(errorPath)
     }
+    guard let status = runCommand(arguments, output: outputPath, errors: errorPath) else { return nil }
     return (status, readTextFile(outputPath) ?? "", readTextFile(errorPath) ?? "")
+}
+
+/// Runs a command (looked up in PATH) with its standard output and error written to the files
+/// at `output` and `errors` (created or emptied); its exit status, or nil when it could not start.
+private func runCommand(_ arguments: [String], output: String, errors: String) -> Int32? {
+    var actions = posix_spawn_file_actions_t()
+    posix_spawn_file_actions_init(&actions)
+    defer { posix_spawn_file_actions_destroy(&actions) }
+    posix_spawn_file_actions_addopen(&actions, 1, output, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+    posix_spawn_file_actions_addopen(&actions, 2, errors, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+    let argv = arguments.map { strdup($0) } + [nil]
+    defer { argv.forEach { free($0) } }
+    var pid: pid_t = 0
+    guard posix_spawnp(&pid, arguments[0], &actions, nil, argv, environ) == 0 else { return nil }
+    return waitForChild(pid)
 }
