@@ -725,30 +725,32 @@ def read_value(c, allow_null, allow_refs):
 
 
 def decode_record(data, what):
-    """§Record encoding: returns {property id: (tag, value)}."""
+    """§Record encoding: returns {property id: (tag, value)}; a null field is (0, None)."""
     c = Cursor(data, what)
     fmt = c.u8()
     if fmt == 0:
         c.fail("record format 0", 0)
-    if fmt > 2:
+    if fmt > 3:
         raise Unsupported(f"{what}: unsupported record format {fmt}")
     count = c.varint()
     if count > c.left() // 2:
         c.fail("field count larger than the record allows")
-    fields, previous, has_refs = {}, -1, False
+    fields, previous, has_refs, has_null = {}, -1, False, False
     for _ in range(count):
         at = c.o
         pid = c.varint()
         if pid > U32MAX or pid <= previous:
             c.fail("attribute ids not strictly increasing", at)
-        tag, value = read_value(c, allow_null=False, allow_refs=(fmt == 2))
+        tag, value = read_value(c, allow_null=(fmt == 3), allow_refs=(fmt >= 2))
         has_refs |= tag == 10
+        has_null |= tag == 0
         fields[pid] = (tag, value)
         previous = pid
     if c.left():
         c.fail("trailing bytes after the last field")
-    if fmt == 2 and not has_refs:
-        c.fail("format 2 record without a references value", 0)
+    # The lowest format that holds the fields: 3 with a null field, 2 with references, else 1.
+    if fmt != (3 if has_null else 2 if has_refs else 1):
+        c.fail(f"format {fmt} is not the lowest format that holds the record's fields", 0)
     return fields
 
 
@@ -1276,6 +1278,10 @@ def export(folder, out):
             values, codable_bytes = {}, {}
             for a in attrs:
                 tag, value = fields.get(a["id"], a["default"])
+                if tag == 0 and a["id"] in fields and not a["flags"] & 1:
+                    # §Record encoding, "Null fields": under a required attribute a null
+                    # field reads as the default, as if absent.
+                    tag, value = a["default"]
                 if a["id"] in fields and tag == 10:
                     raise RecordError(f"{what}: references under attribute {a['name']}")
                 values[a["name"]], extra = attribute_json(a, tag, value, what)

@@ -25,15 +25,17 @@ final class EntityIndexes {
         self.members = members
     }
 
-    /// The full index key of one attribute of a record: its value's key, or `defaultKey` when
-    /// the record lacks the attribute (it reads as the default).
+    /// The full index key of one attribute of a record: its value's key, `defaultKey` when
+    /// the record lacks the attribute (it reads as the default), the null key for a null field
+    /// (an optional attribute set to nil: it reads as nil, whatever its default).
     /// - Throws: `RecordTreeError.invalidRecord` for bytes that are not a record.
     static func valueKey(of attributeID: UInt32, defaultKey: [UInt8], in bytes: [UInt8], entityID: UInt32, id: UInt64) throws -> [UInt8] {
-        let value: Value
-        do { value = try RecordCodec.value(of: attributeID, in: bytes) } catch {
+        let value: Value?
+        do { value = try RecordCodec.storedValue(of: attributeID, in: bytes) } catch {
             throw RecordTreeError.invalidRecord(entityID: entityID, recordID: id, reason: error.reason)
         }
-        return value.isNull ? defaultKey : IndexKey.encode(value)
+        guard let value else { return defaultKey }
+        return IndexKey.encode(value)
     }
 
     /// The ids of the entries whose full value key is `key` — exact: when the stored form is

@@ -87,14 +87,20 @@ package final class RecordChanges {
         /// The bytes of those fields: ids and values.
         var fieldBytes = 0
         var holdsReferences = false
+        var holdsNulls = false
 
         @inline(__always)
         mutating func add(_ id: UInt32, _ value: UnsafeRawBufferPointer) {
             guard let start = value.baseAddress else { return }
             count &+= 1
             fieldBytes &+= RecordScratch.varintLength(UInt64(id)) &+ value.count
-            if start.load(as: UInt8.self) == ValueTag.references.rawValue { holdsReferences = true }
+            let tag = start.load(as: UInt8.self)
+            if tag == ValueTag.references.rawValue { holdsReferences = true }
+            if tag == ValueTag.null.rawValue { holdsNulls = true }
         }
+
+        /// The record's format byte.
+        var format: UInt8 { RecordCodec.format(references: holdsReferences, nulls: holdsNulls) }
 
         /// The length of the record: format, count, fields.
         var recordLength: Int { 1 &+ RecordScratch.varintLength(UInt64(count)) &+ fieldBytes }
@@ -160,17 +166,17 @@ package final class RecordChanges {
         var end = Self.put(varint: UInt64(elements.count), at: pointer)
         for change in elements { end = Self.put(varint: UInt64(change.id), at: end) }
         end = Self.put(varint: UInt64(oldSide.recordLength), at: end)
-        end = Self.putRecord(elements, old: true, holdsReferences: oldSide.holdsReferences, count: oldSide.count, at: end)
+        end = Self.putRecord(elements, old: true, format: oldSide.format, count: oldSide.count, at: end)
         end = Self.put(varint: UInt64(newSide.recordLength), at: end)
-        _ = Self.putRecord(elements, old: false, holdsReferences: newSide.holdsReferences, count: newSide.count, at: end)
+        _ = Self.putRecord(elements, old: false, format: newSide.format, count: newSide.count, at: end)
     }
 
-    /// Writes the record of the changes' old (or new) values, those that have one: the format
-    /// (2 when a value holds references), the count, the fields; returns where it ends.
+    /// Writes the record of the changes' old (or new) values, those that have one (a null
+    /// field included): the format, the count, the fields; returns where it ends.
     @inline(__always)
-    private static func putRecord(_ elements: UnsafeBufferPointer<Change>, old isOld: Bool, holdsReferences: Bool, count: Int,
+    private static func putRecord(_ elements: UnsafeBufferPointer<Change>, old isOld: Bool, format: UInt8, count: Int,
                                   at start: UnsafeMutableRawPointer) -> UnsafeMutableRawPointer {
-        start.storeBytes(of: holdsReferences ? RecordCodec.referencesFormat : RecordCodec.baseFormat, as: UInt8.self)
+        start.storeBytes(of: format, as: UInt8.self)
         var end = put(varint: UInt64(count), at: start + 1)
         for change in elements {
             let value = isOld ? change.old : change.new
@@ -208,7 +214,7 @@ package final class RecordChanges {
         return [UInt8](unsafeUninitializedCapacity: side.recordLength) { buffer, count in
             guard let base = buffer.baseAddress else { return }
             let start = UnsafeMutableRawPointer(base)
-            let end = Self.putRecord(changes.elements, old: isOld, holdsReferences: side.holdsReferences, count: side.count, at: start)
+            let end = Self.putRecord(changes.elements, old: isOld, format: side.format, count: side.count, at: start)
             count = end - start
         }
     }
@@ -445,6 +451,7 @@ package final class RecordChanges {
         private var scratch = RecordScratch(capacity: 256)
         private var count = 0
         private var holdsReferences = false
+        private var holdsNulls = false
         private var start = 0
 
         func deallocate() { scratch.deallocate() }
@@ -455,6 +462,7 @@ package final class RecordChanges {
             scratch.setCount(Self.headerRoom)
             count = 0
             holdsReferences = false
+            holdsNulls = false
         }
 
         /// Adds the field `id` holding `value` (tag and payload); ids must come in ascending order.
@@ -464,13 +472,14 @@ package final class RecordChanges {
             scratch.append(raw: value)
             count += 1
             if value.first == ValueTag.references.rawValue { holdsReferences = true }
+            if value.first == ValueTag.null.rawValue { holdsNulls = true }
         }
 
-        /// Writes the header: the format (2 when a field holds references) and the count.
+        /// Writes the header: the format (the lowest that holds the fields) and the count.
         mutating func finish() {
             start = Self.headerRoom - 1 - RecordScratch.varintLength(UInt64(count))
             var header = scratch.overwriting(at: start)
-            header.append(holdsReferences ? RecordCodec.referencesFormat : RecordCodec.baseFormat)
+            header.append(RecordCodec.format(references: holdsReferences, nulls: holdsNulls))
             header.appendVarint(UInt64(count))
         }
 

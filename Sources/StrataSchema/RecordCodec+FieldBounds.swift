@@ -200,6 +200,7 @@ struct RecordFieldWalk {
     private var left: Int
     private var previous: UInt32?
     private var holdsReferences = false
+    private var holdsNulls = false
     /// The field `next()` read: its attribute id, the offset of its tag, and its payload.
     private(set) var id: UInt32 = 0
     private(set) var start = 0
@@ -232,6 +233,7 @@ struct RecordFieldWalk {
         start = reader.position
         span = try reader.readFieldSpan(id: id)
         if span.tag == ValueTag.references.rawValue { holdsReferences = true }
+        if span.isNull { holdsNulls = true }
         previous = id
         left -= 1
         return true
@@ -241,9 +243,7 @@ struct RecordFieldWalk {
         guard reader.remaining == 0 else {
             throw FormatError("\(reader.remaining) bytes after the last field of the record", at: reader.position)
         }
-        guard holdsReferences || reader.format < RecordCodec.referencesFormat else {
-            throw FormatError("a record of format \(reader.format) holds no references; it must be written in format \(RecordCodec.baseFormat)", at: 0)
-        }
+        try RecordCodec.checkCanonicalFormat(reader.format, references: holdsReferences, nulls: holdsNulls)
     }
 }
 

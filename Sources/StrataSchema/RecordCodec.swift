@@ -4,13 +4,19 @@ import StrataFormat
 /// Docs/FileFormat.md, "Record encoding", is the specification.
 ///
 /// ```
-/// record := format:u8 (1, or 2 when a field holds references)  count:varint  field{count}
+/// record := format:u8 (1; 2 when a field holds references; 3 when a field is null)
+///           count:varint  field{count}
 /// field  := attributeID:varint  tag:u8  payload        ; attribute ids strictly increasing
 /// ```
 ///
-/// Null values are omitted, so a record written before an attribute existed and a record
-/// whose value is null read the same way: the attribute is absent. The encoding is canonical
-/// (one byte string per set of values), which lets callers compare records by bytes.
+/// An attribute without a value is absent: a record written before the attribute existed
+/// reads the same, and takes the attribute's default. A *null field* (tag 0, format 3) says
+/// the attribute holds no value even though it has a default: an optional attribute with a
+/// default set to nil. Record writers write null fields only for such attributes
+/// (`RecordLayout.nullablePositions`); decoding gives a null field as `.null`, and
+/// ``encode(_:keepingNullFields:)`` leaves `.null` values out unless told to keep them (a
+/// record decoded, changed and encoded again keeps its null fields). The encoding is
+/// canonical (one byte string per set of values), which lets callers compare records by bytes.
 /// Pure functions; safe from any thread.
 ///
 /// One reader and one writer implement the encoding: `RecordFieldReader` parses it for every
@@ -22,26 +28,38 @@ package enum RecordCodec {
     /// ``Value/references(_:)`` value (byte for byte what earlier versions wrote) and format 2
     /// for records with one, so a reader that predates relationships reports such a record as
     /// a newer format instead of misreading it.
-    package static let formatVersion: UInt8 = 2
-    /// The format of records that hold no references.
+    package static let formatVersion: UInt8 = 3
+    /// The format of records that hold no references and no null field.
     package static let baseFormat: UInt8 = 1
     /// The first format whose records may hold references (value tag 10).
     package static let referencesFormat: UInt8 = 2
+    /// The format of records holding a null field (tag 0), references or not: a reader
+    /// predating it reports a newer format instead of a corrupt record.
+    package static let nullsFormat: UInt8 = 3
 
-    /// Encodes `values`, sorted by attribute id, leaving out `.null` values. Never fails.
-    package static func encode(_ values: [UInt32: Value]) -> [UInt8] {
-        write(sortedFields: values.sorted { $0.key < $1.key }.map { (id: $0.key, value: $0.value) })
+    /// The format byte of a record: the lowest that can hold what it holds.
+    @inline(__always)
+    package static func format(references: Bool, nulls: Bool) -> UInt8 {
+        nulls ? nullsFormat : references ? referencesFormat : baseFormat
     }
 
-    /// Encodes `fields`, in any order, leaving out `.null` values; for an id given more than
-    /// once the last value wins. The same bytes as ``encode(_:)`` of the same values.
+    /// Encodes `values`, sorted by attribute id. A `.null` value is left out (no value), or,
+    /// `keepingNullFields`, written as a null field (what decoding gave it as). Never fails.
+    package static func encode(_ values: [UInt32: Value], keepingNullFields: Bool = false) -> [UInt8] {
+        write(sortedFields: values.sorted { $0.key < $1.key }.compactMap { field in
+            field.value.isNull && !keepingNullFields ? nil : (id: field.key, value: field.value)
+        })
+    }
+
+    /// Encodes `fields`, in any order, `.null` values left out; for an id given more than once
+    /// the last value wins. The same bytes as ``encode(_:keepingNullFields:)`` of the same values.
     package static func encode(fields: [(id: UInt32, value: Value)]) -> [UInt8] {
         var ascending = true
         for index in fields.indices.dropFirst() where fields[index - 1].id >= fields[index].id {
             ascending = false
             break
         }
-        if ascending { return write(sortedFields: fields) }
+        if ascending { return write(sortedFields: fields.filter { !$0.value.isNull }) }
         // Sorted by (id, position): stable whatever the sort, then the last of each id kept.
         let ordered = fields.enumerated().sorted { ($0.element.id, $0.offset) < ($1.element.id, $1.offset) }
         var unique: [(id: UInt32, value: Value)] = []
@@ -49,21 +67,23 @@ package enum RecordCodec {
         for (_, field) in ordered {
             if let last = unique.last, last.id == field.id { unique[unique.count - 1] = field } else { unique.append(field) }
         }
-        return write(sortedFields: unique)
+        return write(sortedFields: unique.filter { !$0.value.isNull })
     }
 
-    /// Writes fields whose ids strictly increase, leaving out `.null` values.
+    /// Writes fields whose ids strictly increase; a `.null` value is a null field (tag 0).
     private static func write(sortedFields fields: [(id: UInt32, value: Value)]) -> [UInt8] {
-        var count = 0
-        var format = baseFormat
-        for field in fields where !field.value.isNull {
-            count += 1
-            if case .references = field.value { format = referencesFormat }
+        var references = false, nulls = false
+        for field in fields {
+            switch field.value {
+            case .references: references = true
+            case .null: nulls = true
+            default: break
+            }
         }
         var writer = RecordFieldWriter(reservingFor: fields)
-        writer.append(format)
-        writer.appendVarint(UInt64(count))
-        for (id, value) in fields where !value.isNull {
+        writer.append(format(references: references, nulls: nulls))
+        writer.appendVarint(UInt64(fields.count))
+        for (id, value) in fields {
             writer.appendVarint(UInt64(id))
             writer.append(value)
         }
@@ -72,12 +92,14 @@ package enum RecordCodec {
 
     /// Decodes every value of a record.
     ///
-    /// - Returns: Attribute id → value; absent attributes are not in the dictionary (never `.null`).
+    /// - Returns: Attribute id → value; absent attributes are not in the dictionary, a null
+    ///   field is `.null`.
     /// - Throws: `FormatError` with the offset of the bad byte for an empty buffer, a format
-    ///   byte of 0 or greater than 2 (`unsupportedVersion` set), a count larger than the bytes
-    ///   could hold, attribute ids not strictly increasing or above `UInt32.max`, a null or
-    ///   unknown tag (tag 10 in a format-1 record is unknown), a payload past the end, invalid UTF-8 or varints, or bytes after the last
-    ///   field, or a format-2 record without a references value. Never traps; allocations are bounded by the input's length.
+    ///   byte of 0 or greater than 3 (`unsupportedVersion` set), a count larger than the bytes
+    ///   could hold, attribute ids not strictly increasing or above `UInt32.max`, an unknown
+    ///   tag (tag 10 in a format-1 record, tag 0 below format 3), a payload past the end,
+    ///   invalid UTF-8 or varints, or bytes after the last field, or a record whose format is
+    ///   not the lowest that holds its fields. Never traps; allocations are bounded by the input's length.
     package static func decode(_ buffer: UnsafeRawBufferPointer) throws(FormatError) -> [UInt32: Value] {
         var values: [UInt32: Value] = [:]
         for (id, value) in try decodeFields(buffer) { values[id] = value }
@@ -85,7 +107,7 @@ package enum RecordCodec {
     }
 
     /// Decodes every value of a record as fields in the order stored: attribute ids strictly
-    /// increasing, no `.null` value. Cheaper than `decode` (no dictionary).
+    /// increasing, `.null` for a null field. Cheaper than `decode` (no dictionary).
     ///
     /// - Throws: as `decode`.
     package static func decodeFields(_ buffer: UnsafeRawBufferPointer) throws(FormatError) -> [(id: UInt32, value: Value)] {
@@ -94,22 +116,37 @@ package enum RecordCodec {
         var fields: [(id: UInt32, value: Value)] = []
         fields.reserveCapacity(count)
         var previous: UInt32?
-        var holdsReferences = false
+        var holdsReferences = false, holdsNulls = false
         for _ in 0..<count {
             let id = try reader.readAttributeID(after: previous)
             let value = try reader.readFieldValue(id: id)
-            if case .references = value { holdsReferences = true }
+            switch value {
+            case .references: holdsReferences = true
+            case .null: holdsNulls = true
+            default: break
+            }
             fields.append((id, value))
             previous = id
         }
         guard reader.remaining == 0 else {
             throw FormatError("\(reader.remaining) bytes after the last field of the record", at: reader.position)
         }
-        // Canonical form: format 2 only for records that need it.
-        guard holdsReferences || reader.format < referencesFormat else {
-            throw FormatError("a record of format \(reader.format) holds no references; it must be written in format \(baseFormat)", at: 0)
-        }
+        try checkCanonicalFormat(reader.format, references: holdsReferences, nulls: holdsNulls)
         return fields
+    }
+
+    /// Canonical form: a record is written in the lowest format that holds its fields.
+    /// - Throws: `FormatError` at offset 0 for a record of a higher format.
+    @inline(__always)
+    static func checkCanonicalFormat(_ stored: UInt8, references: Bool, nulls: Bool) throws(FormatError) {
+        let needed = format(references: references, nulls: nulls)
+        guard stored == needed else { throw formatNotCanonical(stored, needed: needed) }
+    }
+
+    @inline(never)
+    private static func formatNotCanonical(_ stored: UInt8, needed: UInt8) -> FormatError {
+        FormatError("a record of format \(stored) holds " + (stored == nullsFormat ? "no null field" : "no references")
+                    + "; it must be written in format \(needed)", at: 0)
     }
 
     /// The validating pass of decoding a typed record straight from its bytes: the same checks

@@ -294,6 +294,9 @@ enum StoredField {
             let start = reader.position
             guard (try? reader.skipPayload(of: tag, id: fieldID)) != nil else { return nil }
             if fieldID == id {
+                // A null field reads as nil or as the default, as the property's type decides:
+                // the decoder answers.
+                if tag == .null { return nil }
                 return .present(tag: tag, payload: UnsafeRawBufferPointer(rebasing: bytes[start..<reader.position]))
             }
         }

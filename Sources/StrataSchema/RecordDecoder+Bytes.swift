@@ -19,22 +19,27 @@ extension RecordDecoder {
     /// A record from fields decoded by `RecordCodec.decodeFields`, named through `layout` (one
     /// catalog version's attributes of the record's entity), without a dictionary of names.
     /// Attributes absent from `fields` take the layout's catalog defaults, then the type's
-    /// ``PersistentRecord/attributeDefaults``; fields whose id the layout lacks are ignored.
+    /// ``PersistentRecord/attributeDefaults``; fields whose id the layout lacks are ignored. A
+    /// `.null` field is a null field (nil for an optional property, whatever its default).
     ///
     /// - Throws: as ``decode(_:from:)``.
     package func decode<Record: PersistentRecord>(_ type: Record.Type, fields: [(id: UInt32, value: Value)],
                                                   layout: RecordLayout) throws(RecordCodingError) -> Record
     {
         var slots = layout.defaults
+        var nulls: [Int] = []
         // Both ascending by id: one merge walk.
         var position = 0
         let ids = layout.ids
         for field in fields {
             while position < ids.count && ids[position] < field.id { position += 1 }
             if position == ids.count { break }
-            if ids[position] == field.id { slots[position] = field.value }
+            if ids[position] == field.id {
+                slots[position] = field.value
+                if field.value.isNull { nulls.append(position) }
+            }
         }
-        return try decode(type, slots: slots, layout: layout)
+        return try decode(type, slots: slots, nulls: nulls, layout: layout)
     }
 
     /// A record from its stored bytes, named through `layout` as ``decode(_:fields:layout:)``
@@ -50,8 +55,9 @@ extension RecordDecoder {
         return try run(Record.self, state)
     }
 
-    /// A record from the values of `layout`'s attributes (catalog defaults already in place).
-    private func decode<Record: PersistentRecord>(_ type: Record.Type, slots: [Value],
+    /// A record from the values of `layout`'s attributes (catalog defaults already in place;
+    /// `nulls`: the positions of null fields).
+    private func decode<Record: PersistentRecord>(_ type: Record.Type, slots: [Value], nulls: [Int],
                                                   layout: RecordLayout) throws(RecordCodingError) -> Record
     {
         var slots = slots
@@ -61,7 +67,7 @@ extension RecordDecoder {
             var others: [(name: String, id: UInt32, defaultValue: Value)] = []
             for (name, value) in defaults {
                 if let index = layout.position(of: name) {
-                    if slots[index].isNull { slots[index] = value }
+                    if slots[index].isNull && !nulls.contains(index) { slots[index] = value }
                 } else {
                     others.append((name, 0, value))
                 }
@@ -75,7 +81,7 @@ extension RecordDecoder {
                 slots += others.map(\.defaultValue)
             }
         }
-        return try run(Record.self, RecordDecodingState.holding(slots, layout: layout, type: Record.self))
+        return try run(Record.self, RecordDecodingState.holding(slots, nulls: nulls, layout: layout, type: Record.self))
     }
 }
 

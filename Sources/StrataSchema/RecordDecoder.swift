@@ -82,6 +82,9 @@ struct RecordDecodingHeader {
     var slots: [Value]
     /// The type's attribute defaults, once needed.
     var typeDefaults: [String: Value]?
+    /// The layout positions of null fields when decoding from values (`slots` holds `.null`
+    /// there); decoding from bytes, the spans say it (`FieldSpan.isNull`).
+    var nullPositions: [Int]
     /// Where the next key is looked for first: a synthesized `init(from:)` asks for the keys
     /// in declaration order, which usually is the layout's (ids are given in that order), and
     /// an equal name is found by one comparison instead of a scan.
@@ -96,7 +99,10 @@ struct RecordDecodingHeader {
 ///
 /// An attribute with no value — absent from the bytes, or `.null` in `slots` — takes the
 /// layout's catalog default, then the type's ``PersistentRecord/attributeDefaults``, which are
-/// asked for only when an attribute needs them (most records hold all their attributes).
+/// asked for only when an attribute needs them (most records hold all their attributes). A
+/// null field (an optional attribute with a default set to nil) reads as nil for an optional
+/// property (`valueIfPresent`, `contains`) and, for a property that cannot hold nil (a later
+/// version made the attribute required), as its default, like an absent one.
 ///
 /// Used by one decode call on one thread. The header and spans are reached through pointers,
 /// so their accesses (which never overlap) skip dynamic exclusivity checks.
@@ -108,7 +114,7 @@ final class RecordDecodingState: ManagedBuffer<RecordDecodingHeader, FieldSpan> 
     {
         let count = layout.ids.count
         let state = make(RecordDecodingHeader(layout: layout, type: type, defaultsSource: type, bytes: bytes, spanCount: count,
-                                              slots: [], typeDefaults: nil, nextPosition: 0), capacity: count)
+                                              slots: [], typeDefaults: nil, nullPositions: [], nextPosition: 0), capacity: count)
         try state.withUnsafeMutablePointerToElements { (spans) throws(FormatError) in
             spans.initialize(repeating: .absent, count: count)
             try RecordCodec.locateFields(bytes, ids: layout.ids, into: spans)
@@ -125,6 +131,7 @@ final class RecordDecodingState: ManagedBuffer<RecordDecodingHeader, FieldSpan> 
             header.pointee.defaultsSource = type
             header.pointee.bytes = bytes
             if !header.pointee.slots.isEmpty { header.pointee.slots = [] }
+            if !header.pointee.nullPositions.isEmpty { header.pointee.nullPositions = [] }
             header.pointee.nextPosition = 0
             let count = header.pointee.layout.ids.count
             header.pointee.spanCount = count
@@ -134,10 +141,10 @@ final class RecordDecodingState: ManagedBuffer<RecordDecodingHeader, FieldSpan> 
     }
 
     /// A state for decoding from `slots`, the values of `layout`'s attributes with every
-    /// default already in place.
-    static func holding(_ slots: [Value], layout: RecordLayout, type: Any.Type) -> RecordDecodingState {
+    /// default already in place; `nulls` are the positions of null fields.
+    static func holding(_ slots: [Value], nulls: [Int] = [], layout: RecordLayout, type: Any.Type) -> RecordDecodingState {
         make(RecordDecodingHeader(layout: layout, type: type, defaultsSource: nil, bytes: UnsafeRawBufferPointer(start: nil, count: 0),
-                                  spanCount: 0, slots: slots, typeDefaults: nil, nextPosition: 0), capacity: 0)
+                                  spanCount: 0, slots: slots, typeDefaults: nil, nullPositions: nulls, nextPosition: 0), capacity: 0)
     }
 
     private static func make(_ header: RecordDecodingHeader, capacity: Int) -> RecordDecodingState {
@@ -151,6 +158,7 @@ final class RecordDecodingState: ManagedBuffer<RecordDecodingHeader, FieldSpan> 
         if isKnownUniquelyReferenced(&state) { return }
         state.withUnsafeMutablePointers { header, spans in
             header.pointee.slots = (0..<header.pointee.spanCount).map { spans[$0].value(in: header.pointee.bytes) }
+            header.pointee.nullPositions = (0..<header.pointee.spanCount).filter { spans[$0].isNull }
             header.pointee.spanCount = 0
             header.pointee.bytes = UnsafeRawBufferPointer(start: nil, count: 0)
         }
@@ -204,9 +212,20 @@ final class RecordDecodingState: ManagedBuffer<RecordDecodingHeader, FieldSpan> 
         return typeDefault(of: name)
     }
 
-    /// Whether the attribute `name` has a value (defaults applied), without building it.
+    /// The value of the attribute `name` as an optional property reads it: `.null` for a null
+    /// field, else ``value(forKey:)``.
+    func valueIfPresent(forKey name: String) -> Value {
+        if let position = layout.position(of: name), isNull(at: position) { return .null }
+        return value(forKey: name)
+    }
+
+    /// Whether the attribute `name` has a value (defaults applied; a null field has none),
+    /// without building it.
     func contains(_ name: String) -> Bool {
-        if let position = layout.position(of: name), hasValue(at: position) { return true }
+        if let position = layout.position(of: name) {
+            if isNull(at: position) { return false }
+            if hasValue(at: position) { return true }
+        }
         return !typeDefault(of: name).isNull
     }
 
@@ -214,7 +233,8 @@ final class RecordDecodingState: ManagedBuffer<RecordDecodingHeader, FieldSpan> 
     /// have, in the defaults' order (as decoding through values names them).
     var presentNames: [String] {
         let layout = layout
-        var names = layout.names.indices.filter { hasValue(at: $0) || !typeDefault(of: layout.names[$0]).isNull }.map { layout.names[$0] }
+        var names = layout.names.indices.filter { !isNull(at: $0) && (hasValue(at: $0) || !typeDefault(of: layout.names[$0]).isNull) }
+            .map { layout.names[$0] }
         for (name, value) in typeDefaults where !value.isNull && layout.position(of: name) == nil { names.append(name) }
         return names
     }
@@ -226,6 +246,14 @@ final class RecordDecodingState: ManagedBuffer<RecordDecodingHeader, FieldSpan> 
             if position < header.pointee.spanCount && spans[position].tag != 0 { return spans[position].value(in: header.pointee.bytes) }
             if position < header.pointee.slots.count && !header.pointee.slots[position].isNull { return header.pointee.slots[position] }
             return header.pointee.layout.defaults[position]
+        }
+    }
+
+    /// Whether the attribute at a layout position is a null field.
+    private func isNull(at position: Int) -> Bool {
+        withUnsafeMutablePointers { header, spans in
+            position < header.pointee.spanCount ? spans[position].isNull
+                : !header.pointee.nullPositions.isEmpty && header.pointee.nullPositions.contains(position)
         }
     }
 

@@ -51,9 +51,11 @@ final class RecordEncodingState {
     /// Per layout position, where its value is in `scratch` (an empty range: none).
     private let slots: UnsafeMutablePointer<Slot>
     private let slotCount: Int
-    /// Non-null fields written, and whether one holds references (valid while in order).
+    /// Fields written, and whether one holds references or is a null field (valid while in
+    /// order).
     @exclusivity(unchecked) private var writtenCount = 0
     @exclusivity(unchecked) private var holdsReferences = false
+    @exclusivity(unchecked) private var holdsNulls = false
     /// The layout position of the last value stored (null ones included).
     @exclusivity(unchecked) private var lastPosition = -1
     /// Whether a value came out of ascending position order (or twice).
@@ -79,6 +81,8 @@ final class RecordEncodingState {
         var start: Int
         var end: Int
         var isReferences: Bool
+        /// A null field (`addNullFields`).
+        var isNull = false
         /// The index in `payloads` of the payload that follows the field's bytes, or -1.
         var payload: Int = -1
         static let empty = Slot(start: 0, end: 0, isReferences: false)
@@ -123,6 +127,7 @@ final class RecordEncodingState {
         slots.update(repeating: .empty, count: slotCount)
         writtenCount = 0
         holdsReferences = false
+        holdsNulls = false
         lastPosition = -1
         disordered = false
         given = 0
@@ -253,13 +258,36 @@ final class RecordEncodingState {
         if isReferences { holdsReferences = true }
     }
 
+    /// Writes a null field for each optional attribute with a default that got no value
+    /// (`RecordLayout.nullablePositions`), so it reads back as nil rather than its default.
+    /// Nothing to do for nearly every layout, which has none. Called as the record is taken.
+    @inline(__always)
+    private func addNullFields() {
+        guard let unmanagedLayout, unmanagedLayout._withUnsafeGuaranteedRef({ !$0.nullablePositions.isEmpty }) else { return }
+        addNullFields(unmanagedLayout.takeUnretainedValue())
+    }
+
+    @inline(never)
+    private func addNullFields(_ layout: RecordLayout) {
+        for position in layout.nullablePositions where slots[position].end == slots[position].start {
+            if position <= lastPosition { disordered = true } else { lastPosition = position }
+            let start = scratch.count
+            scratch.appendVarint(UInt64(layout.ids[position]))
+            scratch.append(ValueTag.null.rawValue)
+            slots[position] = Slot(start: start, end: scratch.count, isReferences: false, isNull: true)
+            writtenCount += 1
+            holdsNulls = true
+        }
+    }
+
     /// The record's bytes in the `RecordCodec` encoding (encoding with a layout), valid until
     /// the state is reset or freed; call once per record.
     func finishedBytes() -> UnsafeRawBufferPointer {
+        addNullFields()
         let fieldsStart = Self.headerRoom
         guard disordered || !payloads.isEmpty else {
             // The fields are the record's: its header goes right before them.
-            let start = Self.writeHeader(count: writtenCount, references: holdsReferences, endingAt: fieldsStart, in: scratch)
+            let start = Self.writeHeader(count: writtenCount, references: holdsReferences, nulls: holdsNulls, endingAt: fieldsStart, in: scratch)
             return UnsafeRawBufferPointer(rebasing: scratch.bytes[start...])
         }
         guard !payloads.isEmpty else { return reorderedFields() }
@@ -273,6 +301,7 @@ final class RecordEncodingState {
     /// The record's bytes as an array (what `finishedBytes()` gives, written once: a large
     /// payload is copied from the caller's value straight into the array); call once.
     func encodedBytes() -> [UInt8] {
+        addNullFields()
         guard !payloads.isEmpty else { return Array(finishedBytes().assumingMemoryBound(to: UInt8.self)) }
         let shape = assembledShape()
         var writer = RecordFieldWriter()
@@ -290,13 +319,14 @@ final class RecordEncodingState {
     /// between them each payload kept by reference as the caller's value holds it — not
     /// copied. Call once per record, instead of `finishedBytes()`.
     func withPieces(_ body: ([UnsafeRawBufferPointer]) throws -> Void) rethrows {
+        addNullFields()
         let shape = assembledShape()
         // Everything but the payloads, in order, into `reordered`; `splits` notes where each
         // payload goes between its bytes.
         var splits: [(offset: Int, payload: Int)] = []
         reordered.removeAll()
         reordered.reserve(Self.headerRoom + shape.size - shape.payloadBytes)
-        reordered.append(shape.references ? RecordCodec.referencesFormat : RecordCodec.baseFormat)
+        reordered.append(RecordCodec.format(references: shape.references, nulls: shape.nulls))
         reordered.appendVarint(UInt64(shape.count))
         let fields = scratch.bytes
         for position in 0..<slotCount where slots[position].end > slots[position].start {
@@ -333,23 +363,24 @@ final class RecordEncodingState {
 
     /// The fields to assemble: in ascending position (= id) order, the last value of each;
     /// `size` counts their bytes and payloads (`payloadBytes` of them), not the header.
-    private func assembledShape() -> (count: Int, references: Bool, size: Int, payloadBytes: Int) {
-        var count = 0, references = false, size = 0, payloadBytes = 0
+    private func assembledShape() -> (count: Int, references: Bool, nulls: Bool, size: Int, payloadBytes: Int) {
+        var count = 0, references = false, nulls = false, size = 0, payloadBytes = 0
         for position in 0..<slotCount where slots[position].end > slots[position].start {
             let slot = slots[position]
             count += 1
             size += slot.end - slot.start
             if slot.payload >= 0 { payloadBytes += payloads[slot.payload].count }
             if slot.isReferences { references = true }
+            if slot.isNull { nulls = true }
         }
-        return (count, references, size + payloadBytes, payloadBytes)
+        return (count, references, nulls, size + payloadBytes, payloadBytes)
     }
 
     /// Writes the record — header, then each field of `shape` with its payload — into `sink`,
     /// and drops the payloads' references (each is copied once).
-    private func writeAssembled<Sink: RecordByteSink>(_ shape: (count: Int, references: Bool, size: Int, payloadBytes: Int),
+    private func writeAssembled<Sink: RecordByteSink>(_ shape: (count: Int, references: Bool, nulls: Bool, size: Int, payloadBytes: Int),
                                                       into sink: inout Sink) {
-        sink.append(shape.references ? RecordCodec.referencesFormat : RecordCodec.baseFormat)
+        sink.append(RecordCodec.format(references: shape.references, nulls: shape.nulls))
         sink.appendVarint(UInt64(shape.count))
         let fields = scratch.bytes
         for position in 0..<slotCount where slots[position].end > slots[position].start {
@@ -368,24 +399,25 @@ final class RecordEncodingState {
         reordered.removeAll(keepingRoom: Self.headerRoom)
         reordered.reserve(scratch.count)  // the fields are a part of the scratch's bytes
         let fields = scratch.base
-        var count = 0, references = false
+        var count = 0, references = false, nulls = false
         for position in 0..<slotCount {
             let slot = slots[position]
             guard slot.end > slot.start else { continue }
             reordered.append(raw: UnsafeRawBufferPointer(start: fields + slot.start, count: slot.end - slot.start))
             count += 1
             if slot.isReferences { references = true }
+            if slot.isNull { nulls = true }
         }
-        let start = Self.writeHeader(count: count, references: references, endingAt: Self.headerRoom, in: reordered)
+        let start = Self.writeHeader(count: count, references: references, nulls: nulls, endingAt: Self.headerRoom, in: reordered)
         return UnsafeRawBufferPointer(rebasing: reordered.bytes[start...])
     }
 
     /// Writes the record header (format byte, field count) into the room kept for it in
     /// `buffer` so that it ends at `end`; returns where it starts.
-    private static func writeHeader(count: Int, references: Bool, endingAt end: Int, in buffer: RecordScratch) -> Int {
+    private static func writeHeader(count: Int, references: Bool, nulls: Bool, endingAt end: Int, in buffer: RecordScratch) -> Int {
         let start = end - 1 - RecordScratch.varintLength(UInt64(count))
         var header = buffer.overwriting(at: start)
-        header.append(references ? RecordCodec.referencesFormat : RecordCodec.baseFormat)
+        header.append(RecordCodec.format(references: references, nulls: nulls))
         header.appendVarint(UInt64(count))
         return start
     }

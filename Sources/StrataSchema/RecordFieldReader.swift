@@ -163,19 +163,21 @@ struct RecordFieldReader {
         return id
     }
 
-    /// A field's tag: known, never null, and references only in a record of format 2.
+    /// A field's tag: known, references only in a record of format 2 or 3, null only in a
+    /// record of format 3.
     @inline(__always)
     mutating func readFieldTag(id: UInt32) throws(FormatError) -> ValueTag {
         let start = position
         let raw = try readByte("type tag of attribute \(id)")
-        guard let tag = ValueTag(rawValue: raw), tag != .null, tag != .references || format >= RecordCodec.referencesFormat else {
-            throw FormatError(raw == 0 ? "attribute \(id) stores a null tag; nulls are omitted"
+        guard let tag = ValueTag(rawValue: raw), tag != .null || format >= RecordCodec.nullsFormat,
+              tag != .references || format >= RecordCodec.referencesFormat else {
+            throw FormatError(raw == 0 ? "attribute \(id) stores a null tag in a record of format \(format); null fields need format \(RecordCodec.nullsFormat)"
                                        : "unknown value tag \(raw) for attribute \(id)", at: start)
         }
         return tag
     }
 
-    /// A field's tag (never null) and its payload.
+    /// A field's tag and its payload (`.null` for a null field).
     mutating func readFieldValue(id: UInt32) throws(FormatError) -> Value {
         try readPayload(of: try readFieldTag(id: id), "value of attribute \(id)")
     }
@@ -333,7 +335,8 @@ struct RecordFieldReader {
     private mutating func readFieldSpanCarefully(id: UInt32) throws(FormatError) -> FieldSpan {
         let tag = try readFieldTag(id: id)
         switch tag {
-        case .null, .false, .true: return FieldSpan(tag: tag.rawValue, bits: 0, count: 0)
+        case .null: return .null
+        case .false, .true: return FieldSpan(tag: tag.rawValue, bits: 0, count: 0)
         case .int:
             let raw = try readVarint("value of attribute \(id)")
             return FieldSpan(tag: tag.rawValue, bits: (raw >> 1) ^ (0 &- (raw & 1)), count: 0)
@@ -473,6 +476,14 @@ struct FieldSpan {
     var count: Int
 
     static let absent = FieldSpan(tag: 0, bits: 0, count: 0)
+    /// A null field: the attribute holds no value, and not its default either. Its tag is 0
+    /// like `absent`'s, so every check for a stored value (`tag != 0`) passes it by; the
+    /// readers that apply defaults tell the two apart (`isNull`).
+    static let null = FieldSpan(tag: 0, bits: 1, count: 0)
+
+    /// Whether this is a null field (not an absent one).
+    @inline(__always)
+    var isNull: Bool { tag == 0 && bits == 1 }
 
     init(tag: UInt8, bits: UInt64, count: Int) {
         self.tag = tag

@@ -11,6 +11,10 @@ package final class RecordLayout: Sendable {
     let names: [String]
     /// The catalog default of each attribute, `.null` for none.
     let defaults: [Value]
+    /// The positions of the optional attributes with a default (ascending): a record that
+    /// holds no value for one of them stores a null field, so that it reads back as nil and
+    /// not as the default (which only records written before the attribute existed take).
+    let nullablePositions: [Int]
     /// Attribute name → index into `ids`.
     let positions: [String: Int]
     /// Attribute name → id, what ``RecordEncoder/encode(_:attributeIDs:)`` takes.
@@ -21,8 +25,9 @@ package final class RecordLayout: Sendable {
 
     /// A layout of `attributes` (in any order). For a repeated name the first wins, as in
     /// `CatalogVersion.attributeIDs(ofEntity:)`; a stored value of an id that two names share
-    /// (never the case in a valid catalog) decodes under the first of them.
-    package init(attributes: [(name: String, id: UInt32, defaultValue: Value)]) {
+    /// (never the case in a valid catalog) decodes under the first of them. `nullable`: the ids
+    /// of optional attributes (with a default: see `nullablePositions`).
+    package init(attributes: [(name: String, id: UInt32, defaultValue: Value)], nullable: Set<UInt32> = []) {
         var seenNames = Set<String>()
         var kept: [(name: String, id: UInt32, defaultValue: Value)] = []
         for attribute in attributes where seenNames.insert(attribute.name).inserted { kept.append(attribute) }
@@ -30,6 +35,7 @@ package final class RecordLayout: Sendable {
         ids = kept.map(\.id)
         names = kept.map(\.name)
         defaults = kept.map(\.defaultValue)
+        nullablePositions = kept.indices.filter { nullable.contains(kept[$0].id) && !kept[$0].defaultValue.isNull }
         positions = Dictionary(uniqueKeysWithValues: kept.enumerated().map { ($1.name, $0) })
         attributeIDs = Dictionary(uniqueKeysWithValues: kept.map { ($0.name, $0.id) })
         estimatedRecordSize = 64 + 32 * kept.count
@@ -46,6 +52,7 @@ package final class RecordLayout: Sendable {
         ids = other.ids.map { $0 }
         self.names = names
         defaults = other.defaults.map { $0 }
+        nullablePositions = other.nullablePositions.map { $0 }
         positions = Dictionary(uniqueKeysWithValues: names.enumerated().map { ($1, $0) })
         attributeIDs = Dictionary(uniqueKeysWithValues: zip(names, ids).map { ($0, $1) })
         estimatedRecordSize = other.estimatedRecordSize
@@ -54,8 +61,10 @@ package final class RecordLayout: Sendable {
     /// The layout of an entity's resolved (inherited first) attributes and relationships in
     /// `version` (a relationship's value is stored under its property id, without default).
     package convenience init(version: CatalogVersion, entityID: UInt32) {
-        self.init(attributes: version.resolvedAttributes(ofEntity: entityID).map { ($0.name, $0.id, $0.defaultValue) }
-                  + version.resolvedRelationships(ofEntity: entityID).map { ($0.name, $0.id, Value.null) })
+        let attributes = version.resolvedAttributes(ofEntity: entityID)
+        self.init(attributes: attributes.map { ($0.name, $0.id, $0.defaultValue) }
+                  + version.resolvedRelationships(ofEntity: entityID).map { ($0.name, $0.id, Value.null) },
+                  nullable: Set(attributes.filter(\.isOptional).map(\.id)))
     }
 
     /// The index of the attribute named `name`, or nil. A few names are compared in turn:

@@ -63,7 +63,8 @@ public struct RecordReader {
 
     init(state: RecordDecodingState) { self.state = state }
 
-    /// Whether the attribute has a value (its default included).
+    /// Whether the attribute has a value (its default included; an optional attribute set to
+    /// nil has none, whatever its default).
     public func contains(_ name: String) -> Bool {
         state.field(named: name).tag != 0 || state.contains(name)
     }
@@ -72,6 +73,13 @@ public struct RecordReader {
     @inline(__always)
     private func value(_ field: FieldSpan, name: String) -> Value {
         field.tag != 0 ? field.value(in: state.bytes) : state.value(forKey: name)
+    }
+
+    /// The attribute's value as an optional property reads it: as `value(_:name:)`, but
+    /// `.null` for a null field (nil was saved, whatever the default).
+    @inline(__always)
+    private func optionalValue(_ field: FieldSpan, name: String) -> Value {
+        field.tag != 0 ? field.value(in: state.bytes) : field.isNull ? .null : state.valueIfPresent(forKey: name)
     }
 
     /// A text attribute.
@@ -130,7 +138,7 @@ public struct RecordReader {
     public func decodeIfPresent(_: String.Type, forKey name: String) throws -> String? {
         let field = state.field(named: name)
         if field.tag == ValueTag.string.rawValue { return field.string(in: state.bytes) }
-        let value = value(field, name: name)
+        let value = optionalValue(field, name: name)
         return value.isNull ? nil : try ValueConversion.string(from: value, attribute: name)
     }
 
@@ -140,7 +148,7 @@ public struct RecordReader {
         let field = state.field(named: name)
         if field.tag == ValueTag.true.rawValue { return true }
         if field.tag == ValueTag.false.rawValue { return false }
-        let value = value(field, name: name)
+        let value = optionalValue(field, name: name)
         return value.isNull ? nil : try ValueConversion.bool(from: value, attribute: name)
     }
 
@@ -149,7 +157,7 @@ public struct RecordReader {
     public func decodeIfPresent(_: Double.Type, forKey name: String) throws -> Double? {
         let field = state.field(named: name)
         if field.tag == ValueTag.double.rawValue { return Double(bitPattern: field.bits) }
-        let value = value(field, name: name)
+        let value = optionalValue(field, name: name)
         return value.isNull ? nil : try ValueConversion.double(from: value, attribute: name)
     }
 
@@ -159,7 +167,7 @@ public struct RecordReader {
     public func decodeIfPresent<I: FixedWidthInteger & Decodable>(_: I.Type, forKey name: String) throws -> I? {
         let field = state.field(named: name)
         if field.tag == ValueTag.int.rawValue, let converted = I(exactly: Int64(bitPattern: field.bits)) { return converted }
-        let value = value(field, name: name)
+        let value = optionalValue(field, name: name)
         return value.isNull ? nil : try ValueConversion.integer(I.self, from: value, attribute: name)
     }
 
@@ -176,7 +184,7 @@ public struct RecordReader {
     public func decodeIfPresent<T: Decodable>(_: T.Type, forKey name: String) throws -> T? {
         let field = state.field(named: name)
         if field.tag != 0 { return try decode(T.self, field, name: name) }
-        let value = state.value(forKey: name)
+        let value = field.isNull ? .null : state.valueIfPresent(forKey: name)
         if value.isNull { return nil }
         return try ValueConversion.decode(T.self, from: value, attribute: name)
     }

@@ -8,7 +8,10 @@ extension SchemaDifference {
         guard isBlocking else { return nil }
         let transform = "rewrite \(entity) in a custom stage with a RecordTransform of \(entity) (Docs/Migrations.md)"
         switch change {
-        case .attributeAdded(let name, _, _, _), .attributeBecameRequired(let name, _):
+        case .attributeBecameRequired(let name, true, true):
+            return "records saved with \(name) nil keep nil in its index, and would read as the default: drop unique/indexed from "
+                + "\(entity).\(name) in this version, or " + transform + " that sets \(name) (`old.\(name) ?? <default>`)"
+        case .attributeAdded(let name, _, _, _), .attributeBecameRequired(let name, _, _):
             let type = attributeType(of: name)
             return "old records have no value for \(entity).\(name): declare its default — "
                 + "`static var attributeDefaults: [String: Value] { [\"\(name)\": \(Self.exampleDefault(for: type))] }` on \(entity) "

@@ -20,7 +20,10 @@ package struct SchemaDifference: Hashable, Sendable, CustomStringConvertible {
         /// would hold the plain values next to codable ones.
         case attributeMadeCodable(attribute: String, from: AttributeType, to: AttributeType, isIndexed: Bool)
         case attributeBecameOptional(attribute: String)
-        case attributeBecameRequired(attribute: String, hasDefault: Bool)
+        /// `indexedNils`: the attribute was optional with a default, so records may hold nil (a
+        /// null field), and it is unique or indexed: its index keys them as nil, while the
+        /// required attribute reads them as the default — not lightweight.
+        case attributeBecameRequired(attribute: String, hasDefault: Bool, indexedNils: Bool)
         case attributeDefaultChanged(attribute: String)
         case uniqueAdded(attribute: String)
         case uniqueRemoved(attribute: String)
@@ -59,7 +62,7 @@ package struct SchemaDifference: Hashable, Sendable, CustomStringConvertible {
         case .attributeTypeChanged(_, let from, let to):
             // Only a codable attribute's type name may change: its stored form (JSON) is the same kind.
             if case .codable = from, case .codable = to { true } else { false }
-        case .attributeBecameRequired(_, let hasDefault): hasDefault
+        case .attributeBecameRequired(_, let hasDefault, let indexedNils): hasDefault && !indexedNils
         case .uniqueAdded: false
         case .parentChanged(_, _, let blocker): blocker == nil
         case .attributeMadeCodable(_, _, _, let isIndexed): !isIndexed
@@ -102,8 +105,9 @@ package struct SchemaDifference: Hashable, Sendable, CustomStringConvertible {
             "\(entity).\(name) became \(to), its stored \(from) values read as its single-value encoding"
                 + (isIndexed ? " (it is unique or indexed: its index holds the \(from) values; drop the option or use a custom stage)" : "")
         case .attributeBecameOptional(let name): "\(entity).\(name) became optional"
-        case .attributeBecameRequired(let name, let hasDefault):
+        case .attributeBecameRequired(let name, let hasDefault, let indexedNils):
             "\(entity).\(name) became required" + (hasDefault ? " (with a default)" : " (no default)")
+                + (indexedNils ? " (records saved with nil keep nil in its index)" : "")
         case .attributeDefaultChanged(let name): "\(entity).\(name) changed its default"
         case .uniqueAdded(let name): "\(entity).\(name) became unique"
         case .uniqueRemoved(let name): "\(entity).\(name) is no longer unique"
@@ -248,7 +252,9 @@ extension CatalogVersion {
                 }
             }
             if before.isOptional && !attribute.isOptional {
-                note(.attributeBecameRequired(attribute: attribute.name, hasDefault: !attribute.defaultValue.isNull))
+                let heldNil = !before.defaultValue.isNull  // optional with a default: nil is a null field
+                note(.attributeBecameRequired(attribute: attribute.name, hasDefault: !attribute.defaultValue.isNull,
+                                              indexedNils: heldNil && (before.isIndexed || before.isUnique || attribute.isIndexed || attribute.isUnique)))
             }
             if !before.isOptional && attribute.isOptional { note(.attributeBecameOptional(attribute: attribute.name)) }
             if before.defaultValue != attribute.defaultValue { note(.attributeDefaultChanged(attribute: attribute.name)) }

@@ -75,7 +75,10 @@ enum DumpCommand {
     struct EntityLayout {
         /// `{"entity":"Person","id":` with the name quoted once.
         let prefix: String
-        let attributes: [(key: String, id: UInt32, defaultValue: Value)]
+        /// Each attribute's key, id, and the value a record reads where it has none: its
+        /// default when absent; for a null field, nil when the attribute is optional, else
+        /// the default (Docs/FileFormat.md, "Null fields").
+        let attributes: [(key: String, id: UInt32, defaultValue: Value, nullValue: Value)]
         let relationships: [(key: String, id: UInt32, toMany: Bool)]
         /// No catalog version has the entity (a store written without a schema): every stored
         /// value is written under `#` and its property id.
@@ -86,9 +89,17 @@ enum DumpCommand {
             JSONText.quote(names.entity(entityID), into: &prefix)
             self.prefix = prefix + ",\"id\":"
             let version = names.version(of: entityID)
-            attributes = (version?.resolvedAttributes(ofEntity: entityID) ?? []).map { ($0.name, $0.id, $0.defaultValue) }
+            attributes = (version?.resolvedAttributes(ofEntity: entityID) ?? []).map {
+                ($0.name, $0.id, $0.defaultValue, $0.isOptional ? .null : $0.defaultValue)
+            }
             relationships = (version?.resolvedRelationships(ofEntity: entityID) ?? []).map { ($0.name, $0.id, $0.cardinality == .toMany) }
             isUncataloged = version == nil
+        }
+
+        /// The value a read gives `attribute` of a record whose stored values are `values`.
+        static func value(of attribute: (key: String, id: UInt32, defaultValue: Value, nullValue: Value), in values: [UInt32: Value]) -> Value {
+            guard let stored = values[attribute.id] else { return attribute.defaultValue }
+            return stored.isNull ? attribute.nullValue : stored
         }
 
         func line(id: UInt64, values: [UInt32: Value]) -> String {
@@ -97,7 +108,7 @@ enum DumpCommand {
                 members = values.sorted { $0.key < $1.key }.map { ("#\($0.key)", RecordJSON.value($0.value)) }
             }
             members.reserveCapacity(attributes.count + relationships.count)
-            for attribute in attributes { members.append((attribute.key, RecordJSON.value(values[attribute.id] ?? attribute.defaultValue))) }
+            for attribute in attributes { members.append((attribute.key, RecordJSON.value(Self.value(of: attribute, in: values)))) }
             for relationship in relationships {
                 members.append((relationship.key, RecordJSON.relationship(values[relationship.id], toMany: relationship.toMany)))
             }

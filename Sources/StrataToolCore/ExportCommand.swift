@@ -91,7 +91,7 @@ extension DumpCommand.EntityLayout {
         var bytes: [(String, JSONText)] = []
         members.reserveCapacity(attributes.count + relationships.count)
         for attribute in attributes {
-            let value = values[attribute.id] ?? attribute.defaultValue
+            let value = Self.value(of: attribute, in: values)
             if let json = ExportFormat.value(value) {
                 members.append((attribute.key, json))
             } else if case .codable(let stored) = value {

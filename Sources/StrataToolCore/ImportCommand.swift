@@ -230,7 +230,7 @@ struct ExportReader {
                     value = try ExportFormat.relationshipValue(member.value)
                 }
             } catch { throw ExportFormat.Mismatch("\(member.key): \(error.reason)") }
-            if !value.isNull { values[property.id] = value }
+            values[property.id] = value  // a null is left out by the importer, but under an optional attribute with a default
         }
         if case .object(let members)? = json["codableBytes"] {
             for member in members {

@@ -357,13 +357,15 @@ enum DecoderCatalog {
                     roundTrip(decoded, TableChunkCodec.encode) { try TableChunkCodec.decode($0, entries: decoded.count) }
                 }
             },
-            FuzzedDecoder("record encoding", seeds: [recordBytes, RecordCodec.encode([:])] + pages.records) { bytes in
+            FuzzedDecoder("record encoding", seeds: [recordBytes, RecordCodec.encode([:]),
+                                                     RecordCodec.encode([1: .int(5), 2: .null, 9: .references([3])], keepingNullFields: true)]
+                                                    + pages.records) { bytes in
                 let fields = try typed { try RecordCodec.decodeFields(bytes) }
                 let values = try typed { try RecordCodec.decode(bytes) }
                 guard (fields == nil) == (values == nil) else { return "decodeFields and decode disagree on whether the record is valid" }
                 guard let values, let fields else { return nil }
                 guard Dictionary(fields.map { ($0.id, $0.value) }, uniquingKeysWith: { a, _ in a }) == values else { return "decodeFields and decode differ" }
-                return roundTrip(values, RecordCodec.encode, RecordCodec.decode)
+                return roundTrip(values, { RecordCodec.encode($0, keepingNullFields: true) }, RecordCodec.decode)
             },
             FuzzedDecoder("plain record walks (pre-filter, decoding, journal)", seeds: plainWalkSeeds + pages.records) { bytes in
                 plainWalkProblem(bytes)

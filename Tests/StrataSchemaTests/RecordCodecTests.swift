@@ -54,6 +54,25 @@ import StrataTestSupport
         #expect(RecordCodec.encode([3: .null]) == [1, 0])
     }
 
+    /// A null field (an optional attribute with a default set to nil) is tag 0 in a record of
+    /// format 3, whatever else it holds; decoding gives it back as `.null`, told apart from an
+    /// absent attribute by `storedValue(of:in:)`.
+    @Test func nullFieldsAreFormat3AndRoundTrip() throws {
+        let bytes = RecordCodec.encode([9: .int(1), 2: .null, 4: .bool(true)], keepingNullFields: true)
+        #expect(bytes == [3, 3, 2, 0, 4, 2, 9, 3, 2])  // format 3, 3 fields: id 2 null; id 4 true; id 9 int 1
+        #expect(try RecordCodec.decode(bytes) == [2: .null, 4: .bool(true), 9: .int(1)])
+        #expect(try RecordCodec.storedValue(of: 2, in: bytes) == .null)
+        #expect(try RecordCodec.storedValue(of: 3, in: bytes) == nil)
+        #expect(try RecordCodec.storedValue(of: 9, in: bytes) == .int(1))
+        #expect(try RecordCodec.value(of: 2, in: bytes) == .null)
+        let withReferences = RecordCodec.encode([1: .null, 5: .references([7, 3])], keepingNullFields: true)
+        #expect(withReferences == [3, 2, 1, 0, 5, 10, 2, 7, 3])
+        #expect(try RecordCodec.decode(withReferences) == [1: .null, 5: .references([7, 3])])
+        // Without nulls kept, the same values are the format-1 record of the others.
+        #expect(RecordCodec.encode([9: .int(1), 2: .null, 4: .bool(true)]) == [1, 2, 4, 2, 9, 3, 2])
+        #expect(RecordCodec.encode(fields: [(2, .null), (4, .bool(true))]) == [1, 1, 4, 2])
+    }
+
     /// The worked example of Docs/FileFormat.md: a Person record.
     @Test func theWorkedExampleIsPinned() {
         let record: [UInt32: Value] = [
@@ -96,7 +115,11 @@ import StrataTestSupport
         }
         #expect(error([])?.offset == 0)
         #expect(error([0, 0])?.reason == "record format byte 0 is invalid")
-        #expect(error([3, 0])?.unsupportedVersion == 3)
+        #expect(error([4, 0])?.unsupportedVersion == 4)
+        #expect(error([3, 0])?.reason == "a record of format 3 holds no null field; it must be written in format 1")
+        #expect(error([3, 1, 5, 3, 2])?.reason == "a record of format 3 holds no null field; it must be written in format 1")
+        #expect(error([3, 1, 5, 10, 1, 7])?.reason == "a record of format 3 holds no null field; it must be written in format 2")
+        #expect(error([2, 1, 5, 0])?.reason == "attribute 5 stores a null tag in a record of format 2; null fields need format 3")
         #expect(error([2, 0])?.reason == "a record of format 2 holds no references; it must be written in format 1")
         #expect(error([2, 1, 5, 3, 2])?.reason.contains("format 2 holds no references") == true)
         #expect(error([2, 1, 5, 10, 0])?.reason == "value of attribute 5: an empty list of references is stored as absent")
@@ -107,7 +130,8 @@ import StrataTestSupport
         #expect(error([1, 3, 1, 1])?.offset == 1)  // 3 fields cannot fit in 2 bytes
         #expect(error([1, 2, 5, 1, 5, 2])?.offset == 4)  // id 5 twice
         #expect(error([1, 2, 5, 1, 4, 2])?.reason == "attribute id 4 follows 5: ids must strictly increase")
-        #expect(error([1, 1, 5, 0])?.reason == "attribute 5 stores a null tag; nulls are omitted")
+        #expect(error([1, 1, 5, 0])?.reason == "attribute 5 stores a null tag in a record of format 1; null fields need format 3")
+        #expect(error([3, 1, 5, 0, 9])?.reason == "1 bytes after the last field of the record")  // a null field has no payload
         #expect(error([1, 1, 5, 10])?.reason == "unknown value tag 10 for attribute 5")
         #expect(error([1, 1, 5, 5, 2, 0xC3, 0x28])?.reason == "value of attribute 5 is not valid UTF-8")
         #expect(error([1, 1, 5, 3, 0x80, 0x00])?.reason.contains("shortest form") == true)  // overlong varint

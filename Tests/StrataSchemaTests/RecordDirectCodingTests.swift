@@ -39,12 +39,17 @@ import StrataTestSupport
         }
     }
 
-    /// Hostile inputs: every prefix of a good record of every kind, and mutations of it.
+    /// Hostile inputs: every prefix of a good record of every kind, and mutations of it and of
+    /// the same record holding null fields (format 3).
     static func hostileRecords(seed: UInt64, rounds: Int = 5_000) -> [[UInt8]] {
         var random = SeededRandom(seed: seed)
         let good = RecordCodec.encode(RecordCodecTests.everyKind)
-        var inputs = (0..<good.count).map { Array(good[..<$0]) }
-        for round in 0..<rounds { inputs.append(Mutator.mutate(round % 2 == 0 ? good : Array(good.prefix(40)), round: round, using: &random)) }
+        let withNulls = RecordCodec.encode(RecordCodecTests.everyKind.merging([1: .null, 24: .null]) { _, null in null }, keepingNullFields: true)
+        var inputs = (0..<good.count).map { Array(good[..<$0]) } + (0..<withNulls.count).map { Array(withNulls[..<$0]) }
+        for round in 0..<rounds {
+            let base = round % 3 == 0 ? good : round % 3 == 1 ? withNulls : Array(good.prefix(40))
+            inputs.append(Mutator.mutate(base, round: round, using: &random))
+        }
         return inputs
     }
 

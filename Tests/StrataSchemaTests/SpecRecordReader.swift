@@ -121,7 +121,7 @@ struct SpecRecordReader {
     mutating func header() throws(FormatError) -> (format: UInt8, count: Int) {
         let format = try byte("record format byte")
         guard format != 0 else { throw FormatError("record format byte 0 is invalid", at: 0) }
-        guard format <= 2 else { throw FormatError("record format \(format) is newer than 2", at: 0, unsupportedVersion: UInt16(format)) }
+        guard format <= 3 else { throw FormatError("record format \(format) is newer than 3", at: 0, unsupportedVersion: UInt16(format)) }
         return (format, try varint(atMost: remaining / 2, "record field count"))
     }
 
@@ -142,12 +142,13 @@ struct SpecRecordReader {
         return id
     }
 
-    /// The tag of the field `id`: 1–9, or 10 in format 2.
+    /// The tag of the field `id`: 1–9, 10 in formats 2 and 3, 0 (a null field) in format 3.
     mutating func tag(of id: UInt32, format: UInt8) throws(FormatError) -> UInt8 {
         let tagStart = position
         let tag = try byte("type tag of attribute \(id)")
-        guard tag >= 1, tag <= 9 || (tag == 10 && format >= 2) else {
-            throw FormatError(tag == 0 ? "attribute \(id) stores a null tag; nulls are omitted" : "unknown value tag \(tag) for attribute \(id)",
+        guard (tag >= 1 && tag <= 9) || (tag == 10 && format >= 2) || (tag == 0 && format == 3) else {
+            throw FormatError(tag == 0 ? "attribute \(id) stores a null tag in a record of format \(format); null fields need format 3"
+                                       : "unknown value tag \(tag) for attribute \(id)",
                               at: tagStart)
         }
         return tag
@@ -168,15 +169,20 @@ struct SpecRecordReader {
             guard reader.remaining == 0 else {
                 throw FormatError("\(reader.remaining) bytes after the last field of the record", at: reader.position)
             }
-            guard format == 1 || values.values.contains(where: { if case .references = $0 { true } else { false } }) else {
-                throw FormatError("a record of format 2 holds no references; it must be written in format 1", at: 0)
+            // The lowest format that holds the fields: 3 with a null field, else 2 with references, else 1.
+            let nulls = values.values.contains { $0.isNull }
+            let references = values.values.contains { if case .references = $0 { true } else { false } }
+            let needed: UInt8 = nulls ? 3 : references ? 2 : 1
+            guard format == needed else {
+                throw FormatError("a record of format \(format) holds " + (format == 3 ? "no null field" : "no references")
+                                  + "; it must be written in format \(needed)", at: 0)
             }
             return values
         }
     }
 
     /// One attribute's value as a field lookup finds it: the fields before it skipped, the
-    /// walk ended at the first larger id; `.null` when absent.
+    /// walk ended at the first larger id; `.null` when absent (or a null field).
     static func lookUp(_ attributeID: UInt32, in bytes: [UInt8]) -> Result<Value, FormatError> {
         Result { () throws(FormatError) in
             var reader = SpecRecordReader(bytes)

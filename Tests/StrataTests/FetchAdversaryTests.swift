@@ -557,11 +557,12 @@ extension FetchAdversaryTests {
         let all = try context.fetch(FetchDescriptor<FZDefaulted>())
         let swiftNil = try all.filter { try #Predicate<FZDefaulted> { $0.note == nil }.evaluate($0.record) }
         print("DEFAULTED unsaved note=\(String(describing: unsaved?.note)) rating=\(String(describing: unsaved?.rating)); saved note=\(String(describing: saved?.note)) rating=\(String(describing: saved?.rating)); fetch note==nil \(nilNotes.count) (Swift over all: \(swiftNil.count)); note==\"none\" \(noneNotes.count)")
-        withKnownIssue(Comment(rawValue: "Known issue: an optional attribute with a default cannot hold nil: nil is stored as no value, which reads as the default (the format stores no null)")) {
-            #expect(saved?.note == nil, "inserted with note nil, read back \(String(describing: saved?.note))")
-            #expect(saved?.rating == nil, "inserted with rating nil, read back \(String(describing: saved?.rating))")
-        }
+        #expect(unsaved?.note == nil && unsaved?.rating == nil)
+        #expect(saved?.note == nil, "inserted with note nil, read back \(String(describing: saved?.note))")
+        #expect(saved?.rating == nil, "inserted with rating nil, read back \(String(describing: saved?.rating))")
         #expect(nilNotes.count == swiftNil.count)
+        #expect(nilNotes.map(\.id) == [id])
+        #expect(noneNotes.isEmpty)
         try store.close()
     }
 

@@ -280,7 +280,7 @@ final class GraphTransaction {
                     if !inserted.contains(key) { _ = try tree.delete(key.id) }
                     continue
                 case .bytes(let written)?: bytes = written
-                case .fields(let values)?: bytes = RecordCodec.encode(values)
+                case .fields(let values)?: bytes = RecordCodec.encode(values, keepingNullFields: true)
                 }
                 if inserted.contains(key) {
                     try insert(key, bytes, into: tree)

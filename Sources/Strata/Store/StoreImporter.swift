@@ -33,6 +33,9 @@ package final class StoreImporter {
     /// Each entity's hierarchy root (in the newest version that has it), and the highest record
     /// id added to each hierarchy: a hierarchy's records share its counters' largest value.
     private let rootOfEntity: [UInt32: UInt32]
+    /// Each entity's optional attributes with a default (in the version its records are
+    /// written under): a nil of one of them is stored as a null field, as a save stores it.
+    private let nullableOfEntity: [UInt32: Set<UInt32>]
     private var highestIDs: [UInt32: UInt64] = [:]
     private var finished = false
     /// A transaction is committed once it holds this many records or bytes.
@@ -55,6 +58,12 @@ package final class StoreImporter {
         var versionOfEntity: [UInt32: UInt32] = [:]
         for version in catalog.versions { for entity in version.entities { versionOfEntity[entity.id] = version.id } }
         self.versionOfEntity = versionOfEntity
+        var nullableOfEntity: [UInt32: Set<UInt32>] = [:]
+        for (entityID, versionID) in versionOfEntity {
+            let attributes = catalog.version(id: versionID)?.resolvedAttributes(ofEntity: entityID) ?? []
+            nullableOfEntity[entityID] = Set(attributes.filter { $0.isOptional && !$0.defaultValue.isNull }.map(\.id))
+        }
+        self.nullableOfEntity = nullableOfEntity
         var rootOfEntity: [UInt32: UInt32] = [:]
         for (entityID, versionID) in versionOfEntity {
             rootOfEntity[entityID] = catalog.version(id: versionID)?.ancestry(ofEntity: entityID).first?.id ?? entityID
@@ -81,7 +90,8 @@ package final class StoreImporter {
     package func catalogVersion(ofEntity entityID: UInt32) -> UInt32? { versionOfEntity[entityID] }
 
     /// Adds a record of `entityID` with record id `id` and `values` by property id (a `.null`
-    /// value is left out, as the store does); `position` names where it came from in errors
+    /// value is left out, as the store does, but for an optional attribute with a default:
+    /// a null field); `position` names where it came from in errors
     /// (the line of an export file). It is written with the next batch.
     /// - Throws: `StoreImportError.record` when no catalog version has the entity, or (when its
     ///   batch is written) its id is taken or it repeats a unique value; storage errors.
@@ -89,7 +99,8 @@ package final class StoreImporter {
         guard versionOfEntity[entityID] != nil else {
             throw StoreImportError.record(position: position, reason: "no schema version has entity \(entityID)")
         }
-        let bytes = RecordCodec.encode(values)
+        let nullable = nullableOfEntity[entityID] ?? []
+        let bytes = RecordCodec.encode(values.filter { !$0.value.isNull || nullable.contains($0.key) }, keepingNullFields: true)
         pending.append((entityID, id, bytes, position))
         let root = rootOfEntity[entityID] ?? entityID
         highestIDs[root] = max(highestIDs[root] ?? 0, id)

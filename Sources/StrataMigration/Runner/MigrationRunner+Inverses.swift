@@ -132,7 +132,7 @@ extension MigrationRunner {
                     + "\(inverse.name) is that record (or set \(inverse.name) to the one \(holder) record that keeps it)")
             }
             values[inverse.id] = .references(linked)
-            _ = try records.update(id, bytes: RecordCodec.encode(values))
+            _ = try records.update(id, bytes: RecordCodec.encode(values, keepingNullFields: true))
             return true
         }
         return false
@@ -169,7 +169,7 @@ extension MigrationRunner {
                         + "or keep the record")
                 }
                 values[relationship.id] = kept.isEmpty ? nil : .references(kept)
-                _ = try records.update(source, bytes: RecordCodec.encode(values))
+                _ = try records.update(source, bytes: RecordCodec.encode(values, keepingNullFields: true))
                 break
             }
         }

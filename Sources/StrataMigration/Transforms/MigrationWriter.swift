@@ -93,7 +93,7 @@ public final class MigrationWriter {
             changed = true
         }
         guard changed else { return nil }
-        let bytes = RecordCodec.encode(values)
+        let bytes = RecordCodec.encode(values, keepingNullFields: true)
         if (resolved?.count ?? 0) < bytes.count {
             resolved?.deallocate()
             resolved = .allocate(byteCount: max(bytes.count, 256), alignment: 8)

@@ -139,7 +139,7 @@ package final class BoundRecords: Sendable {
             let properties = model.info(declaredID)?.propertyIDs ?? []
             var values = try RecordCodec.decode(stored).filter { !properties.contains($0.key) }
             for (id, value) in try RecordCodec.decode(written) { values[id] = value }
-            return RecordCodec.encode(values)
+            return RecordCodec.encode(values, keepingNullFields: true)
         } catch {
             throw StrataError.recordCoding(reason: "a record being updated is corrupt: \(error.reason)")
         }
