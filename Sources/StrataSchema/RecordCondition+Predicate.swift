@@ -67,6 +67,14 @@ struct ConditionCompiler<Record: PersistentRecord> {
         }
     }
 
+    /// Whether evaluating `expression` may throw: it holds a force unwrap or a force cast
+    /// (`PredicateExpressions.ForcedUnwrap`, `.ForceCast`), which throw on nil or a failed
+    /// cast. An expression's type spells its whole tree, so its name tells.
+    static func mayThrow(_ expression: Any) -> Bool {
+        let name = String(reflecting: type(of: expression))
+        return name.contains("ForcedUnwrap<") || name.contains("ForceCast<")
+    }
+
     /// What a record lacking the attribute decodes to, or nil when it does not decode.
     func absentValue(_ attribute: ConditionAttribute, _ isOptional: Bool) -> Value? {
         if !attribute.defaultValue.isNull { return attribute.defaultValue }
@@ -157,15 +165,20 @@ protocol OperandExpression {
     func operand<Record: PersistentRecord>(_ compiler: ConditionCompiler<Record>) -> ConditionOperand?
 }
 
+// Swift evaluates `a && b` and `a || b` left to right and stops early: `b` decides nothing
+// for a record on which `a` throws (a force unwrap of nil), the whole predicate throws. So
+// where `a` may throw, `b` is not used to decide (nor to pick an index): such records are
+// decoded and the predicate itself throws, as Swift's evaluation does.
+
 extension PredicateExpressions.Conjunction: ConditionExpression {
     func condition<Record: PersistentRecord>(_ compiler: ConditionCompiler<Record>) -> RecordCondition {
-        .and(compiler.condition(lhs), compiler.condition(rhs))
+        .and(compiler.condition(lhs), ConditionCompiler<Record>.mayThrow(lhs) ? .unknown : compiler.condition(rhs))
     }
 }
 
 extension PredicateExpressions.Disjunction: ConditionExpression {
     func condition<Record: PersistentRecord>(_ compiler: ConditionCompiler<Record>) -> RecordCondition {
-        .or(compiler.condition(lhs), compiler.condition(rhs))
+        .or(compiler.condition(lhs), ConditionCompiler<Record>.mayThrow(lhs) ? .unknown : compiler.condition(rhs))
     }
 }
 
