@@ -15,6 +15,13 @@ private final class EntityIDsByType: Sendable {
     let ids = Lock<[ObjectIdentifier: UInt32]>([:])
 }
 
+/// The binding's verdicts on predicates' key paths (`KeyPathVerdicts`), probed once each.
+private final class BindingKeyPathVerdicts: KeyPathVerdicts {
+    private let verdicts = Lock<[ProbeKey: Bool]>([:])
+    func verdict(for key: ProbeKey) -> Bool? { verdicts.withLock { $0[key] } }
+    func record(_ verdict: Bool, for key: ProbeKey) { verdicts.withLock { $0[key] = verdict } }
+}
+
 /// Errors of binding a schema to a store and of typed records.
 package enum SchemaBindingError: Error, Equatable, Sendable, CustomStringConvertible {
     /// The stored catalog could not be decoded.
@@ -67,6 +74,7 @@ package final class SchemaBinding: Sendable {
     /// coding records straight to and from bytes.
     private let layouts: [UInt32: RecordLayout]
     private let idsByType = EntityIDsByType()
+    private let keyPathVerdicts = BindingKeyPathVerdicts()
 
     package init(catalog: SchemaCatalog, versionID: UInt32, version: CatalogVersion) {
         self.catalog = catalog
@@ -167,7 +175,7 @@ package final class SchemaBinding: Sendable {
             let defaultValue = attribute.defaultValue.isNull ? typeDefaults[attribute.name] ?? .null : attribute.defaultValue
             attributes[attribute.name] = ConditionAttribute(id: attribute.id, type: attribute.type, defaultValue: defaultValue)
         }
-        return RecordCondition.compile(predicate, attributes: attributes)
+        return RecordCondition.compile(predicate, attributes: attributes, verdicts: keyPathVerdicts)
     }
 
     /// A typed record from bytes read in place (a scan passes the leaf's bytes, uncopied).

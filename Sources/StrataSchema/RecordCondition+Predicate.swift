@@ -28,10 +28,13 @@ extension RecordCondition {
     /// differ only in that attribute are decoded and the key path must read each one's value.
     /// A property whose coding key is another property's name, or a computed property, thus
     /// never reads the wrong field; it is left to the predicate.
-    package static func compile<Record: PersistentRecord>(_ predicate: Predicate<Record>,
-                                                          attributes: [String: ConditionAttribute]) -> RecordCondition
+    ///
+    /// - Parameter verdicts: where the key paths' probing is kept from one compile to the next
+    ///   (nil: probe every time).
+    package static func compile<Record: PersistentRecord>(_ predicate: Predicate<Record>, attributes: [String: ConditionAttribute],
+                                                          verdicts: (any KeyPathVerdicts)? = nil) -> RecordCondition
     {
-        ConditionCompiler<Record>(attributes: attributes, variable: predicate.variable.key).condition(predicate.expression)
+        ConditionCompiler<Record>(attributes: attributes, variable: predicate.variable.key, verdicts: verdicts).condition(predicate.expression)
     }
 }
 
@@ -46,6 +49,7 @@ enum ConditionOperand {
 struct ConditionCompiler<Record: PersistentRecord> {
     let attributes: [String: ConditionAttribute]
     let variable: PredicateExpressions.VariableID
+    let verdicts: (any KeyPathVerdicts)?
 
     func condition(_ expression: Any) -> RecordCondition {
         (expression as? any ConditionExpression)?.condition(self) ?? .unknown
@@ -81,41 +85,59 @@ struct ConditionCompiler<Record: PersistentRecord> {
         return isOptional ? .null : nil
     }
 
-    /// The attribute a key path on `Record` reads, verified on two probe records; nil when
-    /// the key path is not a stored attribute of a supported type.
+    /// The attribute a key path on `Record` reads, verified on probe records; nil when the key
+    /// path is not a stored attribute of a supported type, or when the record's decoding does
+    /// not give back the stored value (a hand-written `init(from:)` that clamps, lowercases or
+    /// otherwise changes it: the pre-filter reads stored bytes, so only decoding can answer).
+    /// Each probe record differs only in that attribute; its value must read back exactly,
+    /// or fail to decode (a value the property cannot hold — an `Int8` given 1000 — is never
+    /// stored). The answer is kept in `verdicts`, per record type, key path and attribute.
     func attribute<Output>(for keyPath: KeyPath<Record, Output>) -> ConditionAttribute? {
         let description = "\(keyPath)"
         guard let dot = description.lastIndex(of: ".") else { return nil }
         let name = String(description[description.index(after: dot)...])
-        guard let attribute = attributes[name], let (a, b) = Self.probeValues(attribute.type) else { return nil }
+        guard let attribute = attributes[name], let probes = Self.probeValues(attribute.type) else { return nil }
+        let key = ProbeKey(record: ObjectIdentifier(Record.self), keyPath: description, attributeID: attribute.id, type: attribute.type,
+                           attributeCount: attributes.count)
+        if let known = verdicts?.verdict(for: key) { return known ? attribute : nil }
         var neutral: [String: Value] = [:]
         for (other, info) in attributes where other != name {
             if let value = Self.neutralValue(info.type) { neutral[other] = value }
         }
-        func reads(_ value: Value) -> Bool {
+        /// Whether a record holding `value` reads it back (nil: it does not decode).
+        func reads(_ value: Value) -> Bool? {
             var values = neutral
             values[name] = value
-            guard let probe = try? RecordDecoder().decode(Record.self, from: values) else { return false }
+            guard let probe = try? RecordDecoder().decode(Record.self, from: values) else { return nil }
             return ConditionConstant.value(probe[keyPath: keyPath]) == value
         }
-        return reads(a) && reads(b) ? attribute : nil
+        // The first two must decode (every property of the type holds them); the others may
+        // fail to, but never read back another value.
+        let answers = probes.map(reads)
+        let verified = answers.prefix(2).allSatisfy { $0 == true } && !answers.contains(false)
+        verdicts?.record(verified, for: key)
+        return verified ? attribute : nil
     }
 
-    /// Two distinct values of a type the pre-filter compares, for probing.
-    static func probeValues(_ type: AttributeType) -> (Value, Value)? {
+    /// Values of a type the pre-filter compares, for probing: two ordinary distinct ones, then
+    /// the kinds a hand-written decoder changes — extremes and negatives (clamping), capitals,
+    /// spaces and accents (case folding, trimming, normalizing).
+    static func probeValues(_ type: AttributeType) -> [Value]? {
         switch type {
-        case .bool: (.bool(false), .bool(true))
-        case .int: (.int(1), .int(2))
-        case .double: (.double(1), .double(2))
-        case .string: (.string("a"), .string("b"))
-        case .date: (.date(Date(timeIntervalSinceReferenceDate: 1)), .date(Date(timeIntervalSinceReferenceDate: 2)))
-        case .uuid: (.uuid(UUID(uuid: (1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0))),
-                     .uuid(UUID(uuid: (2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0))))
+        case .bool: [.bool(false), .bool(true)]
+        case .int: [.int(1), .int(2), .int(-3), .int(1_000), .int(-1_000), .int(1 << 40), .int(-(1 << 40)), .int(.max), .int(.min)]
+        case .double: [.double(1), .double(2), .double(-3.5), .double(1e6), .double(-1e6), .double(1e300), .double(-1e300)]
+        case .string: [.string("a"), .string("b"), .string("B"), .string("Zz"), .string(" x "), .string("é"), .string("e\u{301}")]
+        case .date: [.date(Date(timeIntervalSinceReferenceDate: 1)), .date(Date(timeIntervalSinceReferenceDate: 2)),
+                     .date(Date(timeIntervalSinceReferenceDate: -1e10)), .date(Date(timeIntervalSinceReferenceDate: 1e10))]
+        case .uuid: [.uuid(UUID(uuid: (1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0))),
+                     .uuid(UUID(uuid: (2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0))),
+                     .uuid(UUID(uuid: (0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF)))]
         default: nil
         }
     }
 
-    /// A value of `type` unlike both probe values (false for Booleans, which have two).
+    /// A value of `type` unlike the first two probe values (false for Booleans, which have two).
     static func neutralValue(_ type: AttributeType) -> Value? {
         switch type {
         case .bool: .bool(false)
@@ -250,4 +272,25 @@ extension PredicateExpressions.KeyPath: ConditionExpression {
         guard Output.self == Bool.self, case .field(let attribute, _)? = operand(compiler), attribute.type == .bool else { return .unknown }
         return .compare(attributeID: attribute.id, .equal, .bool(true), absent: compiler.absentValue(attribute, false))
     }
+}
+
+/// Where verifying key paths (`ConditionCompiler.attribute(for:)`: a few decodes) is kept
+/// between compiles — a record type decodes the same way every time. Implemented with a lock
+/// by the schema binding, which keeps one per store.
+package protocol KeyPathVerdicts: Sendable {
+    /// Whether the key path was verified, or nil when it was not probed yet.
+    func verdict(for key: ProbeKey) -> Bool?
+    /// Keeps a key path's verdict.
+    func record(_ verdict: Bool, for key: ProbeKey)
+}
+
+/// One key path of one record type, read as one attribute (`KeyPathVerdicts`).
+package struct ProbeKey: Hashable, Sendable {
+    let record: ObjectIdentifier
+    /// The key path as Swift describes it (`\Note.rating`).
+    let keyPath: String
+    let attributeID: UInt32
+    let type: AttributeType
+    /// The probe records hold every attribute: a version with others probes again.
+    let attributeCount: Int
 }

@@ -28,6 +28,30 @@ struct ConditionSwapped: PersistentRecord {
     enum CodingKeys: String, CodingKey { case a = "b", b = "a" }
 }
 
+/// A type whose hand-written decoding clamps `level`: stored 50 reads 10.
+struct ConditionClamped: PersistentRecord {
+    var name: String
+    var level: Int
+    init(name: String, level: Int) { self.name = name; self.level = level }
+    enum CodingKeys: String, CodingKey { case name, level }
+    init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        name = try c.decode(String.self, forKey: .name)
+        level = min(10, try c.decode(Int.self, forKey: .level))
+    }
+}
+
+/// Verdicts kept in a table, counting the probings recorded.
+final class CountingVerdicts: KeyPathVerdicts, @unchecked Sendable {
+    private(set) var table: [ProbeKey: Bool] = [:]
+    private(set) var recorded = 0
+    func verdict(for key: ProbeKey) -> Bool? { table[key] }
+    func record(_ verdict: Bool, for key: ProbeKey) {
+        table[key] = verdict
+        recorded += 1
+    }
+}
+
 /// `RecordCondition`: a predicate compiled to a pre-filter on stored bytes never answers
 /// differently from the predicate evaluated on the decoded record, and decides most records
 /// of the forms it understands without decoding.
@@ -99,6 +123,24 @@ struct ConditionSwapped: PersistentRecord {
             ("contains (unknown)", #Predicate { $0.name.contains(s) }),
             ("mixed", #Predicate { ($0.name.contains(s) || $0.count == k) && !$0.flag }),
         ]
+    }
+
+    /// A key path whose decoding changes values (clamps) is left to the decoder; one that
+    /// reads values back is compiled; each is probed once and its verdict reused.
+    @Test func keyPathsAreProbedOnceAndOnlyFaithfulOnesCompiled() throws {
+        let (layout, attributes) = try Self.layoutAndAttributes(ConditionClamped.self)
+        let verdicts = CountingVerdicts()
+        let clamped = #Predicate<ConditionClamped> { $0.level > 10 }
+        let named = #Predicate<ConditionClamped> { $0.name == "x" }
+        for _ in 0..<3 {
+            #expect(!RecordCondition.compile(clamped, attributes: attributes, verdicts: verdicts).isUseful)
+            #expect(RecordCondition.compile(named, attributes: attributes, verdicts: verdicts).isUseful)
+        }
+        #expect(verdicts.recorded == 2)
+        #expect(verdicts.table.values.sorted { !$0 && $1 } == [false, true])
+        // Stored 50 reads 10: `level > 10` is false for it, so no byte-level answer may say true.
+        let bytes = try RecordEncoder().encode(ConditionClamped(name: "x", level: 50), layout: layout)
+        #expect(bytes.withUnsafeBytes { RecordCondition.compile(clamped, attributes: attributes).evaluate($0) } == nil)
     }
 
     @Test func preFilterNeverDisagreesWithThePredicate() throws {
