@@ -207,7 +207,8 @@ enum FullPlan: SchemaMigrationPlan {
         guard case .duplicateChecksum(let first, let second, _) = checksum else { Issue.record("\(checksum)"); return }
         #expect(first == "PeopleV1 (1.0.0)" && second == "PeopleV1Again (1.1.0)")
         #expect("\(checksum)".hasPrefix("duplicate version checksums across stages: PeopleV1 (1.0.0) and PeopleV1Again (1.1.0) have the same shape"))
-        #expect("\(checksum)".hasSuffix("A schema whose stored shape does not change needs no new version: remove PeopleV1Again (1.1.0), or make it differ"))
+        #expect("\(checksum)".contains("A schema whose stored shape does not change needs no new version: remove PeopleV1Again (1.1.0), or make it differ. "))
+        #expect("\(checksum)".contains("move them to a new attribute of the new type with a custom stage's RecordTransform"))
 
         let notInPlan = Self.validationError([PeopleV1.self, PeopleV2.self], [.lightweight(fromVersion: PeopleV1.self, toVersion: PeopleV3.self)])
         #expect(notInPlan == .stageVersionNotInPlan(stage: 0, schema: "PeopleV3 (3.0.0)"))

@@ -46,7 +46,11 @@ public enum MigrationPlanError: Error, Sendable, Equatable, CustomStringConverti
             "the plan lists \(earlier) before \(later), but its version is not lower; list schemas oldest first"
         case .duplicateChecksum(let first, let second, let checksum):
             "duplicate version checksums across stages: \(first) and \(second) have the same shape (checksum \(checksum.prefix(16))…). "
-                + "A schema whose stored shape does not change needs no new version: remove \(second), or make it differ"
+                + "A schema whose stored shape does not change needs no new version: remove \(second), or make it differ. "
+                + "(Every integer width is stored as one kind, Float as Double, a Codable type as its JSON: a property narrowed "
+                + "— Int → Int32, Double → Float — or a Codable type whose fields or cases changed keeps the shape, and a stored "
+                + "value the new type cannot hold fails when read. To convert the values, move them to a new attribute of the "
+                + "new type with a custom stage's RecordTransform: Docs/Migrations.md, \"Reading records written under older versions\".)"
         case .stageVersionNotInPlan(let stage, let schema):
             "stage \(stage) names \(schema), which is not in the plan's schemas (unknown model version)"
         case .brokenChain(let stage, let from, let to, let expectedTo):
