@@ -158,6 +158,73 @@ enum NullPlanRatingRequired: SchemaMigrationPlan {
         try store.close()
     }
 
+    /// Seeded random inserts, updates and deletes of nil, the default and other values, through
+    /// a context and `Store.write`, with reopens: every record and every nil/default query
+    /// (index and pre-filter) equals a model of what was saved.
+    @Test func randomChangesKeepEveryNilAndDefault() throws {
+        let seed = SeededRandom.seed(default: 0x4E11)
+        print("NullFieldTests.randomChangesKeepEveryNilAndDefault seed: \(seed) (set STRATA_TEST_SEED to reproduce)")
+        var random = SeededRandom(seed: seed)
+        let folder = try temporaryDirectory()
+        defer { removeDirectory(folder) }
+        func pick<T>(_ values: [T]) -> T { values[Int(random.next() % UInt64(values.count))] }
+        func note(_ index: Int) -> Note {
+            Note(title: "n\(index)", rating: pick([nil, 3, 0, -1, 5]), label: pick([nil, "none", "", "x", "None"]))
+        }
+        var model: [UInt64: Note] = [:]
+        var store = try Store(at: folder, schema: NullV2.self)
+        for round in 0..<12 {
+            if random.next() % 2 == 0 {
+                let context = Context(store)
+                for index in 0..<Int(random.next() % 40) {
+                    let ids = model.keys.sorted()
+                    switch random.next() % 4 {
+                    case 0 where !ids.isEmpty:
+                        let id = pick(ids)
+                        try context.delete(RecordID<Note>(rawValue: id))
+                        model[id] = nil
+                    case 1 where !ids.isEmpty:
+                        let id = pick(ids), changed = note(round * 100 + index)
+                        try context.update(RecordID(rawValue: id), to: changed)
+                        model[id] = changed
+                    default:
+                        let inserted = note(round * 100 + index)
+                        model[try context.insert(inserted).rawValue] = inserted
+                    }
+                }
+                try context.save()
+            } else {
+                try store.write { transaction in
+                    for index in 0..<Int(random.next() % 40) {
+                        let ids = model.keys.sorted()
+                        if !ids.isEmpty && random.next() % 3 == 0 {
+                            let id = pick(ids), changed = note(round * 100 + 50 + index)
+                            try transaction.update(RecordID(rawValue: id), to: changed)
+                            model[id] = changed
+                        } else {
+                            let inserted = note(round * 100 + 50 + index)
+                            model[try transaction.insert(inserted).rawValue] = inserted
+                        }
+                    }
+                }
+            }
+            if random.next() % 3 == 0 {
+                try store.close()
+                store = try Store(at: folder, schema: NullV2.self)
+            }
+            let context = Context(store)
+            #expect(try Self.all(context) == model, "round \(round), seed \(seed)")
+            func ids(_ keep: (Note) -> Bool) -> [UInt64] { model.filter { keep($0.value) }.keys.sorted() }
+            try Self.expectSelects(context, "rating == nil, round \(round)", #Predicate { $0.rating == nil }, ids { $0.rating == nil })
+            try Self.expectSelects(context, "rating == 3, round \(round)", #Predicate { $0.rating == 3 }, ids { $0.rating == 3 })
+            try Self.expectSelects(context, "rating > 0, round \(round)", #Predicate { ($0.rating ?? 0) > 0 }, ids { ($0.rating ?? 0) > 0 })
+            try Self.expectSelects(context, "label == nil, round \(round)", #Predicate { $0.label == nil }, ids { $0.label == nil })
+            try Self.expectSelects(context, "label == none, round \(round)", #Predicate { $0.label == "none" }, ids { $0.label == "none" })
+        }
+        #expect(try store.verify().isValid)
+        try store.close()
+    }
+
     /// Records from before the attribute existed take the default; a nil saved since, on an
     /// old record or a new one, stays nil; the index built at the upgrade keys both right.
     @Test func recordsFromBeforeTheAttributeTakeTheDefault() throws {

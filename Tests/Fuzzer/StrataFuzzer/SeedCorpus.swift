@@ -86,6 +86,10 @@ func writeSeedCorpus(to folder: String) throws {
     seeds.append(("record", .recordCodec, record))
     seeds.append(("typed-record", .typedRecord, record))
     seeds.append(("hand-record", .typedRecord, RecordCodec.encode([1: .string("t"), 2: .int(3), 3: .bool(true)])))
+    // A record holding a null field (format 3): nil saved under an optional attribute with a default.
+    let nulls = RecordCodec.encode([1: .string("item"), 3: .null, 4: .int(2)], keepingNullFields: true)
+    seeds.append(("record-nulls", .recordCodec, nulls))
+    seeds.append(("typed-record-nulls", .typedRecord, nulls))
     seeds.append(("quarantine-root", .quarantineRoot, { var root = QuarantineRoot(); root.tree = RecordTreeRoot(rootPageID: 9, count: 2)
                                                         root.nextSequence = 3; return root.encoded() }()))
     seeds.append(("quarantine-entry", .quarantineEntry, QuarantinedRecord.encode(entity: "FuzzItem", id: 4, catalogVersion: 1, stage: "split",
