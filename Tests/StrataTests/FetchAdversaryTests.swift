@@ -503,7 +503,12 @@ extension FetchAdversaryTests {
         }
         print("indexedStringRange plans: \(store.fetchPlanCounts)")
         for p in problems { print("SINGLETON " + p) }
-        withKnownIssue(Comment(rawValue: "Known issue: index keys order strings by NFC bytes, and Swift orders a few singleton decompositions (U+212A KELVIN SIGN, U+1FEF) otherwise, so an index range can miss or count them")) {
+        // Swift 6.3's own `<` is not a total order here: U+212A == "K" and "K" < "Ka", yet
+        // U+212A > "Ka" (a fast-path defect of the kind swiftlang/swift#16119 fixed in 2018).
+        // Index keys are a total order (NFC bytes) and cannot follow it.
+        let kelvin = "\u{212A}"
+        print("SWIFT ORDER: U+212A == K \(kelvin == "K"), K < Ka \("K" < "Ka"), U+212A < Ka \(kelvin < "Ka")")
+        withKnownIssue(Comment(rawValue: "Known issue (Swift's): String.< is not transitive for U+212A KELVIN SIGN and U+1FEF (U+212A == \"K\" < \"Ka\" < U+212A); index keys, a total order of NFC bytes, cannot follow it, so an index range can miss or count such a record")) {
             #expect(problems.isEmpty, "\(problems)")
         }
         try store.close()
