@@ -15,8 +15,10 @@ import StrataSchema
 ///    differs from the stored one is *applied*: references removed by the change are removed
 ///    from the other side's inverse; references added must exist (`danglingReference`) and are
 ///    added to the inverse — setting a to-one inverse first detaches the record it referred to.
-///    A relationship the change did not touch is left as the overlay has it, so a record
-///    updated from a stale copy does not undo inverses maintained for other records; when two
+///    A relationship the change did not touch (equal to the stored value) is left as the
+///    overlay has it, so a record updated from a copy read before this save does not undo
+///    inverses maintained for other records of the save (a copy read before an earlier save
+///    does: a known issue, Architecture.md "Relationships"); when two
 ///    changes of one save contradict each other, the later one wins.
 /// 3. Deletes: the records to delete are the staged ones plus, recursively, what their cascade
 ///    relationships refer to (cycles end: each record is visited once). Then a deny

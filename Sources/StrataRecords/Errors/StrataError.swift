@@ -43,8 +43,10 @@ public enum StrataError: Error, Sendable, Equatable, CustomStringConvertible {
     /// is `.deny`, still refers to `count` records that are not deleted too. Nothing was saved.
     case deleteDenied(record: String, relationship: String, count: Int)
     /// A save would store a reference from `record`'s relationship `relationship` to
-    /// `destination` (such as `Person#9`), which does not exist (or is deleted by the same
-    /// save before the reference could be kept). Nothing was saved.
+    /// `destination` (such as `Person#9`), which does not exist — in a `Store.write`
+    /// transaction, also a record an earlier change of it deleted. (A context's save applies
+    /// its inserts and updates before its deletes, as SwiftData does: a reference to a record
+    /// the same save deletes meets that record's delete rule instead.) Nothing was saved.
     case danglingReference(record: String, relationship: String, destination: String)
     /// A save would leave `record`'s required (non-optional) to-one relationship empty — a
     /// delete rule or an inverse change removed the record it referred to. Nothing was saved.
