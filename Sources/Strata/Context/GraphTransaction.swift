@@ -139,6 +139,7 @@ final class GraphTransaction {
     ///   `.recordCoding`, storage errors. The record-store transaction must then be abandoned.
     func commit() throws {
         defer { reset() }
+        try redirectRacingInserts()
         if !upsertsHaveRelationships(), deletes.allSatisfy({ model.relationships(of: $0.entityID).isEmpty }), changesAreDisjoint() {
             return try writeDirect()  // nothing to maintain (bulk inserts, plain records): no overlay
         }
@@ -153,6 +154,37 @@ final class GraphTransaction {
         try applyDeletes()
         try checkRequiredRelationships()
         try write()
+    }
+
+    /// An insert of an entity with relationships whose unique value another context saved
+    /// since the insert was staged becomes an update of that record (upsert), before any
+    /// inverse is maintained — as `insert(_:_:into:)` does at the end for entities without
+    /// relationships. Not when the save itself changes that record, or another change of the
+    /// save refers to the inserted record's id (that reference would name an id that never
+    /// exists): the tree then refuses the duplicate value.
+    private func redirectRacingInserts() throws {
+        for index in upserts.indices where upserts[index].isNew {
+            let key = upserts[index].key
+            guard store.engine.uniqueAttributes[key.entityID] != nil, !model.relationships(of: key.entityID).isEmpty,
+                  let existing = try store.translating({
+                      try transaction.uniqueMatch(entityID: key.entityID, schemaVersion: store.binding.versionID, bytes: upserts[index].bytes)
+                  }), existing != key.id else { continue }
+            let target = Key(entityID: key.entityID, id: existing)
+            guard !upserts.contains(where: { $0.key == target }), !deletes.contains(target), !(try isReferenced(key)) else { continue }
+            upserts[index] = (target, upserts[index].bytes, false)
+        }
+    }
+
+    /// Whether another staged change's relationships refer to record `key`.
+    private func isReferenced(_ key: Key) throws -> Bool {
+        let family = Set(model.family(of: model.rootID(of: key.entityID)))
+        for upsert in upserts where upsert.key != key {
+            let relationships = model.relationships(of: upsert.key.entityID).filter { family.contains($0.destinationID) }
+            guard !relationships.isEmpty else { continue }
+            let values = try decode(upsert.bytes, of: upsert.key)
+            if relationships.contains(where: { Self.ids(values[$0.id]).contains(key.id) }) { return true }
+        }
+        return false
     }
 
     /// Whether an entity of the staged upserts has relationships: looked up once per run of
@@ -259,8 +291,8 @@ final class GraphTransaction {
 
     /// Inserts a new record — or, when a unique value of it is held by a record another context
     /// saved since the insert was staged, updates that record instead (upsert). A record with
-    /// relationships is not redirected (references to its new id may have been maintained);
-    /// the tree then refuses the duplicate value.
+    /// relationships was redirected before its inverses were maintained
+    /// (`redirectRacingInserts`), or cannot be: the tree then refuses the duplicate value.
     private func insert(_ key: Key, _ bytes: [UInt8], into tree: RecordTreeWriter) throws {
         transaction.reserve(key.id, for: model.rootID(of: key.entityID))
         if store.engine.uniqueAttributes[key.entityID] != nil, model.relationships(of: key.entityID).isEmpty,

@@ -73,8 +73,9 @@ public struct HistoryObserver: AsyncSequence, Sendable {
         /// - Throws: as ``next()``.
         public mutating func next(isolation actor: isolated (any Actor)?) async throws -> HistoryTransaction? {
             while true {
-                if let transaction = pending.popLast() { return transaction }
+                // Cancellation ends the sequence at once, even with fetched transactions pending.
                 if Task.isCancelled { return nil }
+                if let transaction = pending.popLast() { return transaction }
                 let store = observer.store
                 let generation = store.records.commitGeneration
                 let (batch, through) = try store.history(after: last, matching: observer.filter, limit: 256)
