@@ -427,7 +427,7 @@ struct CABankState: Sendable, Equatable {
         let player = try store.write { try $0.insert(CAPlayer(name: "p", team: nil)) }
         let one = Context(store), two = Context(store)
         let first = try one.insert(CATeam(name: "red", writer: 1))
-        try two.insert(CATeam(name: "red", writer: 2, players: [player]))
+        let given = try two.insert(CATeam(name: "red", writer: 2, players: [player]))
         try one.save()
         var saveError: (any Error)?
         do { try two.save() } catch { saveError = error }
@@ -448,6 +448,11 @@ struct CABankState: Sendable, Equatable {
         #expect(throws: StrataError.self) { try three.save() }
         #expect(try store.verify().isValid)
         try store.close()
+        // The id the redirected insert was given is never handed out again, reopened too.
+        let reopened = try caOpen(folder)
+        let later = try reopened.write { try $0.insert(CATeam(name: "green", writer: 0)) }
+        #expect(later.rawValue > given.rawValue, "\(later) after \(given)")
+        try reopened.close()
     }
 
     /// Ids handed out to contexts on several threads, to `Store.write` bulk inserts and to

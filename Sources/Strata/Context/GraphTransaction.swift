@@ -171,6 +171,8 @@ final class GraphTransaction {
                   }), existing != key.id else { continue }
             let target = Key(entityID: key.entityID, id: existing)
             guard !upserts.contains(where: { $0.key == target }), !deletes.contains(target), !(try isReferenced(key)) else { continue }
+            // The id the app was given is used up, as an insert's: never handed out again.
+            transaction.reserve(key.id, for: model.rootID(of: key.entityID))
             upserts[index] = (target, upserts[index].bytes, false)
         }
     }
