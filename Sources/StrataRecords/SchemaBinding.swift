@@ -254,7 +254,7 @@ extension RecordStore {
                     throw SchemaBindingError.registration("version \(registered.versionID) is missing after registration")
                 }
                 if let previous = catalog.latest, previous.id != version.id {
-                    let differences = version.differences(from: previous)
+                    let differences = version.differences(from: previous, nullFieldIDs: catalog.mayHoldNullFields(through: previous.id))
                     // A new unique constraint does not block: the index build checks it.
                     if differences.contains(where: \.isBlocking) {
                         throw SchemaBindingError.schemaMismatch(

@@ -124,8 +124,10 @@ package struct SchemaDifference: Hashable, Sendable, CustomStringConvertible {
 extension CatalogVersion {
     /// Every difference from `older` to this version, entities and properties matched by id;
     /// an attribute whose storage type changed (a new id under the same name) is reported as a
-    /// type change. Sorted for stable output.
-    package func differences(from older: CatalogVersion) -> [SchemaDifference] {
+    /// type change. Sorted for stable output. `nullFieldIDs`: the attributes whose records may
+    /// hold null fields from versions before `older` too (`SchemaCatalog.mayHoldNullFields`);
+    /// `older`'s own optional attributes with a default count without it.
+    package func differences(from older: CatalogVersion, nullFieldIDs: Set<UInt32> = []) -> [SchemaDifference] {
         var result: [SchemaDifference] = []
         let olderByID = Dictionary(older.entities.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
         let newerIDs = Set(entities.map(\.id))
@@ -149,7 +151,7 @@ extension CatalogVersion {
             let newRelationships = parentChanged ? resolvedRelationships(ofEntity: entity.id) : entity.relationships
             let oldAttributes = parentChanged ? older.resolvedAttributes(ofEntity: old.id) : old.attributes
             let oldRelationshipList = parentChanged ? older.resolvedRelationships(ofEntity: old.id) : old.relationships
-            result += Self.attributeDifferences(entity: entity.name, from: oldAttributes, to: newAttributes)
+            result += Self.attributeDifferences(entity: entity.name, from: oldAttributes, to: newAttributes, nullFieldIDs: nullFieldIDs)
             let oldRelationships = Dictionary(oldRelationshipList.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
             let newRelationshipIDs = Set(newRelationships.map(\.id))
             for relationship in newRelationships {
@@ -219,8 +221,8 @@ extension CatalogVersion {
         return nil
     }
 
-    private static func attributeDifferences(entity: String, from old: [CatalogAttribute],
-                                             to new: [CatalogAttribute]) -> [SchemaDifference] {
+    private static func attributeDifferences(entity: String, from old: [CatalogAttribute], to new: [CatalogAttribute],
+                                             nullFieldIDs: Set<UInt32>) -> [SchemaDifference] {
         var result: [SchemaDifference] = []
         let oldByID = Dictionary(old.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
         let newIDs = Set(new.map(\.id))
@@ -252,7 +254,8 @@ extension CatalogVersion {
                 }
             }
             if before.isOptional && !attribute.isOptional {
-                let heldNil = !before.defaultValue.isNull  // optional with a default: nil is a null field
+                // Optional with a default, now or in an earlier version: records may hold null fields.
+                let heldNil = !before.defaultValue.isNull || nullFieldIDs.contains(attribute.id)
                 note(.attributeBecameRequired(attribute: attribute.name, hasDefault: !attribute.defaultValue.isNull,
                                               indexedNils: heldNil && (before.isIndexed || before.isUnique || attribute.isIndexed || attribute.isUnique)))
             }
@@ -267,5 +270,19 @@ extension CatalogVersion {
             result.append(SchemaDifference(entity: entity, change: .attributeRemoved(attribute: attribute.name, type: attribute.type)))
         }
         return result
+    }
+}
+
+extension SchemaCatalog {
+    /// The attributes whose records may hold null fields (Docs/FileFormat.md, "Null fields"):
+    /// those optional with a non-null default in some version up to `versionID`.
+    package func mayHoldNullFields(through versionID: UInt32) -> Set<UInt32> {
+        var ids = Set<UInt32>()
+        for version in versions where version.id <= versionID {
+            for entity in version.entities {
+                for attribute in entity.attributes where attribute.isOptional && !attribute.defaultValue.isNull { ids.insert(attribute.id) }
+            }
+        }
+        return ids
     }
 }

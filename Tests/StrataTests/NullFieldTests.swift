@@ -68,6 +68,29 @@ enum NullV3RatingRequired: VersionedSchema {
     }
 }
 
+/// Version 2.5 (lightweight from 2): `rating` keeps being optional and indexed but loses its
+/// default — nils saved under version 2 stay null fields.
+enum NullV25: VersionedSchema {
+    static let versionIdentifier = Schema.Version(2, 5, 0)
+    static var models: [any PersistentRecord.Type] { [Note.self] }
+    struct Note: PersistentRecord, Equatable {
+        static var entityName: String { "Note" }
+        var title: String
+        var rating: Int?
+        var label: String?
+        static var attributeDefaults: [String: Value] { ["label": .string("none")] }
+        static var attributeOptions: [String: Attribute.Options] { ["rating": [.indexed]] }
+    }
+}
+
+enum NullPlanThroughNoDefault: SchemaMigrationPlan {
+    static var schemas: [any VersionedSchema.Type] { [NullV2.self, NullV25.self, NullV3RatingRequired.self] }
+    static var stages: [MigrationStage] {
+        [.lightweight(fromVersion: NullV2.self, toVersion: NullV25.self),
+         .lightweight(fromVersion: NullV25.self, toVersion: NullV3RatingRequired.self)]
+    }
+}
+
 enum NullPlanTo2: SchemaMigrationPlan {
     static var schemas: [any VersionedSchema.Type] { [NullV1.self, NullV2.self] }
     static var stages: [MigrationStage] { [.lightweight(fromVersion: NullV1.self, toVersion: NullV2.self)] }
@@ -305,6 +328,30 @@ enum NullPlanRatingRequired: SchemaMigrationPlan {
         try store.close()
     }
 
+    /// The same through a version between that removes the default: the nils saved while it
+    /// had one are still null fields, so making the indexed attribute required then is not
+    /// lightweight either — the check looks at every earlier version, not only the previous.
+    @Test func aNilSavedUnderAnEarlierDefaultStillNeedsACustomStage() throws {
+        let folder = try temporaryDirectory()
+        defer { removeDirectory(folder) }
+        let v2 = try Store(at: folder, schema: NullV2.self)
+        let id = try v2.write { try $0.insert(Note(title: "nil", rating: nil, label: nil)) }
+        try v2.close()
+        var message = ""
+        do { try NullPlanThroughNoDefault.validate() } catch { message = "\(error)" }
+        #expect(message.contains("keep nil in its index"), "\(message)")
+        var opened = ""
+        do { _ = try Store(at: folder, schema: NullV3RatingRequired.self, migrationPlan: NullPlanThroughNoDefault.self) } catch {
+            opened = "\(error)"
+        }
+        #expect(opened.contains("keep nil in its index"), "\(opened)")
+        // Nothing changed; the version between alone is lightweight and keeps the nil.
+        let between = try Store(at: folder, schema: NullV25.self, migrationPlan: AutoPlan<NullV2, NullV25>.self)
+        #expect(try Context(between).record(for: RecordID<NullV25.Note>(rawValue: id.rawValue))?.rating == nil)
+        #expect(try between.verify().isValid)
+        try between.close()
+    }
+
     /// The journal tells a nil saved from the default: old and new values of each update.
     @Test func theJournalRecordsNilAndTheDefault() throws {
         let folder = try temporaryDirectory()
@@ -369,4 +416,10 @@ enum NullPlanRatingRequired: SchemaMigrationPlan {
         #expect(try store.verify().isValid)
         try store.close()
     }
+}
+
+/// A plan of two schemas and one lightweight stage.
+enum AutoPlan<From: VersionedSchema, To: VersionedSchema>: SchemaMigrationPlan {
+    static var schemas: [any VersionedSchema.Type] { [From.self, To.self] }
+    static var stages: [MigrationStage] { [.lightweight(fromVersion: From.self, toVersion: To.self)] }
 }

@@ -96,7 +96,8 @@ package struct MigrationPlanCheck {
             }
             defer { previous = current }
             guard let previous else { continue }
-            var step = Step(stage: declared[index - 1], differences: current.differences(from: previous))
+            var step = Step(stage: declared[index - 1],
+                            differences: current.differences(from: previous, nullFieldIDs: catalog.mayHoldNullFields(through: previous.id)))
             let from = versions[index - 1].name
             let blocking = SchemaDifference.explained(step.blocking)
             var rewritten: Set<UInt32> = []  // old entity ids a transform of the step reads

@@ -179,7 +179,7 @@ package struct MigrationRunner {
                 guard let target = registered.catalog.version(id: registered.versionID) else {
                     throw StrataError.invalidSchema(reason: "\(to.name): its catalog version is missing after registration")
                 }
-                try Self.checkRewrites(from: latest, to: target, transforms: transforms)
+                try Self.checkRewrites(from: latest, to: target, nullFieldIDs: stored.mayHoldNullFields(through: latest.id), transforms: transforms)
                 return registered.catalog
             }
             let session = try host.stageSession(records: records, schema: from.schema)
@@ -235,9 +235,10 @@ package struct MigrationRunner {
     }
 
     /// Every entity whose change needs its records rewritten must be a transform's target.
-    private static func checkRewrites(from old: CatalogVersion, to new: CatalogVersion, transforms: [RecordTransform]) throws {
+    private static func checkRewrites(from old: CatalogVersion, to new: CatalogVersion, nullFieldIDs: Set<UInt32>,
+                                      transforms: [RecordTransform]) throws {
         let targets = Set(transforms.map(\.targetEntity))
-        let blocking = new.differences(from: old).filter { $0.isBlocking && !targets.contains($0.entity) }
+        let blocking = new.differences(from: old, nullFieldIDs: nullFieldIDs).filter { $0.isBlocking && !targets.contains($0.entity) }
         guard blocking.isEmpty else {
             throw StrataError.schemaMismatch(stored: "\(old.schemaVersion)", current: "\(new.schemaVersion)",
                                              differences: SchemaDifference.explained(blocking))
