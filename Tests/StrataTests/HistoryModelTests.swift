@@ -434,31 +434,8 @@ struct HistoryUrgentTask: PersistentRecord, Equatable {
     /// A random descriptor and the model's answer to it.
     static func randomQuery(_ journal: [ModelTransaction], lastToken: UInt64,
                             using random: inout SeededRandom) -> (HistoryDescriptor, [ModelTransaction]) {
-        var descriptor = HistoryDescriptor()
-        func token() -> UInt64 { random.next() % (lastToken + 2) }
-        if random.next() % 2 == 0 { descriptor.after = HistoryToken(rawValue: token()) }
-        if random.next() % 3 == 0 { descriptor.through = HistoryToken(rawValue: token()) }
-        var untilMicroseconds: Int64?
-        if random.next() % 4 == 0, !journal.isEmpty {
-            let chosen = journal[Int(random.next() % UInt64(journal.count))].microseconds + Int64(random.next() % 3) - 1
-            untilMicroseconds = chosen
-            descriptor.until = Date(timeIntervalSince1970: Double(chosen) / 1_000_000)
-        }
-        if random.next() % 2 == 0 {
-            var names = Set<String>()
-            for entity in entities where random.next() % 2 == 0 { names.insert(entity) }
-            if names.isEmpty { names.insert(entities[Int(random.next() % 3)]) }
-            descriptor.entityNames = names
-        }
-        let candidates = authors.compactMap { $0 } + ["nobody"]
-        if random.next() % 3 == 0 { descriptor.authors = Set(candidates.filter { _ in random.next() % 2 == 0 }) }
-        if random.next() % 3 == 0 { descriptor.excludedAuthors = Set(candidates.filter { _ in random.next() % 3 == 0 }) }
-        switch random.next() % 4 {
-        case 0: descriptor.limit = Int(random.next() % 4)
-        case 1: descriptor.limit = Int(random.next() % 60)
-        default: break
-        }
-        if random.next() % 2 == 0 { descriptor.order = .reverse }
+        let (descriptor, untilMicroseconds) = HistoryDescriptor.random(journal, lastToken: lastToken, entities: entities, entityOdds: 2,
+                                                                       fallbackEntities: 3, authors: authors, using: &random)
 
         // Sub-entities: a filter on HistoryTask takes HistoryUrgentTask's changes too.
         let selected = descriptor.entityNames.map { names in

@@ -4,6 +4,7 @@ import FoundationEssentials
 import Foundation
 #endif
 import Strata
+import StrataTestSupport
 
 /// A transaction of a test's model of the history journal, as a `HistoryDescriptor` selects
 /// it (`HistoryModelTests`, `HistoryAdversaryTests`).
@@ -52,3 +53,42 @@ extension HistoryDescriptor {
 
 /// Microseconds since 1970, as the journal stores a transaction's timestamp.
 func historyMicroseconds(_ date: Date) -> Int64 { Int64((date.timeIntervalSince1970 * 1_000_000).rounded()) }
+
+extension HistoryDescriptor {
+    /// A random descriptor over a model's `journal`, drawn the same way for both journal
+    /// suites: `after` and `through` up to `lastToken + 1`, an `until` within a microsecond of
+    /// a transaction's time (returned as `untilMicroseconds`), each of `entities` with odds 1 in
+    /// `entityOdds` (else one of the first `fallbackEntities`), authors among `authors` and
+    /// "nobody", included and excluded, a limit, an order.
+    static func random<Transaction: HistoryModelTransaction>(
+        _ journal: [Transaction], lastToken: UInt64, entities: [String], entityOdds: UInt64, fallbackEntities: UInt64,
+        authors: [String?], using random: inout SeededRandom
+    ) -> (HistoryDescriptor, untilMicroseconds: Int64?) {
+        var descriptor = HistoryDescriptor()
+        func token() -> UInt64 { random.next() % (lastToken + 2) }
+        if random.next() % 2 == 0 { descriptor.after = HistoryToken(rawValue: token()) }
+        if random.next() % 3 == 0 { descriptor.through = HistoryToken(rawValue: token()) }
+        var untilMicroseconds: Int64?
+        if random.next() % 4 == 0, !journal.isEmpty {
+            let chosen = journal[Int(random.next() % UInt64(journal.count))].microseconds + Int64(random.next() % 3) - 1
+            untilMicroseconds = chosen
+            descriptor.until = Date(timeIntervalSince1970: Double(chosen) / 1_000_000)
+        }
+        if random.next() % 2 == 0 {
+            var names = Set<String>()
+            for entity in entities where random.next() % entityOdds == 0 { names.insert(entity) }
+            if names.isEmpty { names.insert(entities[Int(random.next() % fallbackEntities)]) }
+            descriptor.entityNames = names
+        }
+        let candidates = authors.compactMap { $0 } + ["nobody"]
+        if random.next() % 3 == 0 { descriptor.authors = Set(candidates.filter { _ in random.next() % 2 == 0 }) }
+        if random.next() % 3 == 0 { descriptor.excludedAuthors = Set(candidates.filter { _ in random.next() % 3 == 0 }) }
+        switch random.next() % 4 {
+        case 0: descriptor.limit = Int(random.next() % 4)
+        case 1: descriptor.limit = Int(random.next() % 60)
+        default: break
+        }
+        if random.next() % 2 == 0 { descriptor.order = .reverse }
+        return (descriptor, untilMicroseconds)
+    }
+}
