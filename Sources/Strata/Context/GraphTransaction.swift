@@ -163,9 +163,16 @@ final class GraphTransaction {
     /// save refers to the inserted record's id (that reference would name an id that never
     /// exists): the tree then refuses the duplicate value.
     private func redirectRacingInserts() throws {
+        // Whether an entity can need it is looked up once per run of its upserts (they come
+        // grouped by entity): a bulk insert pays one lookup, not one per record.
+        var checked: UInt32?, eligible = false
         for index in upserts.indices where upserts[index].isNew {
             let key = upserts[index].key
-            guard store.engine.uniqueAttributes[key.entityID] != nil, !model.relationships(of: key.entityID).isEmpty,
+            if key.entityID != checked {
+                checked = key.entityID
+                eligible = store.engine.uniqueAttributes[key.entityID] != nil && !model.relationships(of: key.entityID).isEmpty
+            }
+            guard eligible,
                   let existing = try store.translating({
                       try transaction.uniqueMatch(entityID: key.entityID, schemaVersion: store.binding.versionID, bytes: upserts[index].bytes)
                   }), existing != key.id else { continue }
